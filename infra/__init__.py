@@ -1,0 +1,1 @@
+"""Local stack and developer tools: nothing here is deployed."""

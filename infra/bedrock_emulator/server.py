@@ -1,0 +1,206 @@
+"""The emulator's HTTP server: `POST /model/{modelId}/converse-stream` and `/converse`."""
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+from urllib.parse import unquote
+
+from infra.bedrock_emulator.coach import Turn, coach_reply
+from infra.bedrock_emulator.eventstream import encode_event, encode_exception
+from infra.bedrock_emulator.rules import ConverseValidationError, message_text, validate_converse_request
+
+_ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/(?P<operation>converse|converse-stream)$")
+_CHUNK = re.compile(r"\S+\s*|\s+")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure the next request meets: `throttle` answers 429 before any event;
+    `stream_error` sends `modelStreamErrorException` after `after_chunks` text chunks."""
+
+    kind: Literal["throttle", "stream_error"]
+    after_chunks: int = 0
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    model_id: str
+    operation: str
+    body: dict[str, Any]
+
+    @property
+    def system_text(self) -> str:
+        return "\n".join(str(block.get("text", "")) for block in self.body.get("system", []))
+
+    @property
+    def conversation(self) -> list[Turn]:
+        return [Turn(message["role"], message_text(message)) for message in self.body.get("messages", [])]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_EmulatorHTTPServer"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        """Silence per-request logging (it would print message text)."""
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        body_bytes = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        route = _ROUTE.match(self.path.split("?", 1)[0])
+        if route is None:
+            self._error(404, "UnknownOperationException", f"No operation at {self.path}")
+            return
+        model_id, operation = unquote(route["model"]), route["operation"]
+        try:
+            body = json.loads(body_bytes or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("body must be a JSON object")
+        except ValueError:
+            self._error(400, "SerializationException", "Request body is not valid JSON")
+            return
+        request = RecordedRequest(model_id, operation, body)
+        self.server.emulator.record(request)
+        try:
+            validate_converse_request(model_id, body)
+        except ConverseValidationError as error:
+            self._error(400, "ValidationException", str(error))
+            return
+        fault = self.server.emulator.take_fault()
+        if fault is not None and fault.kind == "throttle":
+            self._error(429, "ThrottlingException", "Too many requests, please wait before trying again.")
+            return
+        reply = coach_reply(request.system_text, request.conversation)
+        if operation == "converse":
+            self._converse(reply)
+        else:
+            self._converse_stream(reply, fault)
+
+    def _error(self, status: int, error_type: str, message: str) -> None:
+        payload = json.dumps({"message": message}).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("x-amzn-ErrorType", f"{error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/")
+        self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _converse(self, reply: str) -> None:
+        payload = json.dumps(
+            {
+                "output": {"message": {"role": "assistant", "content": [{"text": reply}]}},
+                "stopReason": "end_turn",
+                "usage": self._usage(reply),
+                "metrics": {"latencyMs": 1},
+            }
+        ).encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _converse_stream(self, reply: str, fault: Fault | None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.amazon.eventstream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+        self.end_headers()
+        started = time.monotonic()
+        self._send(encode_event("messageStart", {"role": "assistant"}))
+        delay = self.server.emulator.chunk_delay_s
+        for index, piece in enumerate(_CHUNK.findall(reply)):
+            if fault is not None and fault.kind == "stream_error" and index == fault.after_chunks:
+                self._send(encode_exception("modelStreamErrorException", "The model stream failed."))
+                self._finish()
+                return
+            if delay:
+                time.sleep(delay)
+            self._send(encode_event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": piece}}))
+        self._send(encode_event("contentBlockStop", {"contentBlockIndex": 0}))
+        self._send(encode_event("messageStop", {"stopReason": "end_turn"}))
+        latency_ms = int((time.monotonic() - started) * 1000)
+        self._send(encode_event("metadata", {"usage": self._usage(reply), "metrics": {"latencyMs": latency_ms}}))
+        self._finish()
+
+    def _usage(self, reply: str) -> dict[str, int]:
+        # A rough count (4 characters a token) is enough for an emulator's usage report.
+        input_tokens = max(1, len(json.dumps(self.server.emulator.last_body)) // 4)
+        output_tokens = max(1, len(reply) // 4)
+        return {"inputTokens": input_tokens, "outputTokens": output_tokens, "totalTokens": input_tokens + output_tokens}
+
+    def _send(self, frame: bytes) -> None:
+        self.wfile.write(f"{len(frame):X}\r\n".encode("ascii") + frame + b"\r\n")
+        self.wfile.flush()
+
+    def _finish(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+class _EmulatorHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], emulator: "BedrockEmulator") -> None:
+        super().__init__(address, _Handler)
+        self.emulator = emulator
+
+
+class BedrockEmulator:
+    """Run with `with BedrockEmulator() as emulator:` and point
+    `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` at `emulator.url`."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, chunk_delay_s: float = 0.0) -> None:
+        self.chunk_delay_s = chunk_delay_s
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._faults: deque[Fault] = deque()
+        self._server = _EmulatorHTTPServer((host, port), self)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="bedrock-emulator", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def last_body(self) -> dict[str, Any]:
+        with self._lock:
+            return self._requests[-1].body if self._requests else {}
+
+    def record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def queue_fault(self, fault: Fault) -> None:
+        with self._lock:
+            self._faults.append(fault)
+
+    def take_fault(self) -> Fault | None:
+        with self._lock:
+            return self._faults.popleft() if self._faults else None
+
+    def start(self) -> "BedrockEmulator":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "BedrockEmulator":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -1,0 +1,188 @@
+"""The embedded local stack: a DynamoDB server (moto, over HTTP) and the Bedrock emulator.
+
+Code under test is pointed at it only through AWS's standard endpoint variables
+(`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`), exactly as it would be at any
+other endpoint. With `data_file` set, the table survives restarts: it is loaded from that file on
+start and written back after every `save()` and on stop.
+
+Run `python -m infra.local_stack` to keep one running in the foreground for other processes
+(for example `sam local invoke --env-vars events/env.local.json`).
+"""
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import boto3
+
+from infra.bedrock_emulator import BedrockEmulator
+from infra.template import table_create_request
+
+TABLE_LOGICAL_ID = "ConversationTable"
+DEFAULT_TABLE_NAME = "onboarding-memory-local"
+LOCAL_REGION = "us-east-1"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+class LocalDynamoDB:
+    """moto's DynamoDB server in a child process, so its state is its own."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int | None = None) -> None:
+        self.host, self.port = host, port or free_port(host)
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout_s: float = 30.0) -> "LocalDynamoDB":
+        self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"the local DynamoDB server exited with code {self._process.returncode}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"the local DynamoDB server did not start within {timeout_s} s")
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+        self._process = None
+
+
+class LocalStack:
+    """Start with `with LocalStack() as stack:`; the process environment then points at it."""
+
+    def __init__(
+        self,
+        data_file: Path | None = None,
+        chunk_delay_s: float = 0.0,
+        table_name: str = DEFAULT_TABLE_NAME,
+        dynamodb_port: int | None = None,
+        bedrock_port: int = 0,
+    ) -> None:
+        self.data_file = data_file
+        self.table_name = table_name
+        self.dynamodb = LocalDynamoDB(port=dynamodb_port)
+        self.bedrock = BedrockEmulator(port=bedrock_port, chunk_delay_s=chunk_delay_s)
+        self._saved_env: dict[str, str | None] = {}
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What a process needs to use this stack; no real AWS credentials are involved."""
+        return {
+            "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb.url,
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": self.bedrock.url,
+            "AWS_REGION": LOCAL_REGION,
+            "AWS_DEFAULT_REGION": LOCAL_REGION,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_SESSION_TOKEN": "local",
+            "TABLE_NAME": self.table_name,
+        }
+
+    def __enter__(self) -> "LocalStack":
+        self.dynamodb.start()
+        try:
+            self.bedrock.start()
+            for name, value in self.environment.items():
+                self._saved_env[name] = os.environ.get(name)
+                os.environ[name] = value
+            self._client().create_table(**table_create_request(TABLE_LOGICAL_ID, self.table_name))
+            self._load()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        try:
+            if exc_type is None:
+                self.save()
+        finally:
+            self.bedrock.stop()
+            self.dynamodb.stop()
+            for name, value in self._saved_env.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+    def _client(self) -> Any:
+        return boto3.client("dynamodb", region_name=LOCAL_REGION, endpoint_url=self.dynamodb.url,
+                            aws_access_key_id="local", aws_secret_access_key="local")
+
+    def items(self) -> Iterator[dict[str, Any]]:
+        for page in self._client().get_paginator("scan").paginate(TableName=self.table_name):
+            yield from page["Items"]
+
+    def save(self) -> None:
+        """Write every item to `data_file` (one DynamoDB-JSON item a line), atomically."""
+        if self.data_file is None:
+            return
+        self.data_file.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.data_file.with_suffix(".partial")
+        with partial.open("w", encoding="utf-8") as handle:
+            for item in self.items():
+                handle.write(json.dumps(item, ensure_ascii=False) + "\n")
+        partial.replace(self.data_file)
+
+    def _load(self) -> None:
+        if self.data_file is None or not self.data_file.exists():
+            return
+        client = self._client()
+        lines = [line for line in self.data_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+        for start in range(0, len(lines), 25):
+            requests = [{"PutRequest": {"Item": json.loads(line)}} for line in lines[start : start + 25]]
+            pending: dict[str, Any] = {self.table_name: requests}
+            while pending:
+                pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems", {})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dynamodb-port", type=int, default=8000)
+    parser.add_argument("--bedrock-port", type=int, default=8001)
+    parser.add_argument("--data-file", type=Path, default=Path(".local/dynamodb.jsonl"))
+    arguments = parser.parse_args()
+    with LocalStack(arguments.data_file, 0.02, dynamodb_port=arguments.dynamodb_port, bedrock_port=arguments.bedrock_port) as stack:
+        print("Local stack running. Point your process at it with:")
+        for name, value in stack.environment.items():
+            print(f"  export {name}={value}")
+        print("Ctrl-C stops it and saves the table.")
+        try:
+            while True:
+                time.sleep(5)
+                stack.save()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Read template.yaml, so the local stack builds its table and finds handlers exactly as SAM would."""
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE_PATH = REPO_ROOT / "template.yaml"
+
+
+class _CloudFormationLoader(yaml.SafeLoader):
+    """A YAML loader that keeps CloudFormation's short-form intrinsics (`!Ref`, `!GetAtt`, ...)."""
+
+
+def _intrinsic(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> dict[str, Any]:
+    value: Any
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    name = "Ref" if tag_suffix == "Ref" else f"Fn::{tag_suffix}"
+    return {name: value}
+
+
+_CloudFormationLoader.add_multi_constructor("!", _intrinsic)
+
+
+@cache
+def load_template(path: Path = TEMPLATE_PATH) -> dict[str, Any]:
+    with path.open(encoding="utf-8") as handle:
+        document: dict[str, Any] = yaml.load(handle, Loader=_CloudFormationLoader)  # noqa: S506 - SafeLoader subclass
+    return document
+
+
+def resource(logical_id: str) -> dict[str, Any]:
+    resources: dict[str, Any] = load_template()["Resources"]
+    if logical_id not in resources:
+        raise KeyError(f"template.yaml has no resource {logical_id!r}; it has {sorted(resources)}")
+    return resources[logical_id]
+
+
+def table_create_request(logical_id: str, table_name: str) -> dict[str, Any]:
+    """`CreateTable` arguments for a table resource: the template's keys, billing on demand."""
+    properties = resource(logical_id)["Properties"]
+    return {
+        "TableName": table_name,
+        "KeySchema": properties["KeySchema"],
+        "AttributeDefinitions": properties["AttributeDefinitions"],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+
+
+def function_handler(logical_id: str) -> tuple[Path, str, str]:
+    """(code directory, module name, function name) of a function resource."""
+    properties = resource(logical_id)["Properties"]
+    module, _, function = properties["Handler"].rpartition(".")
+    return REPO_ROOT / properties["CodeUri"], module, function

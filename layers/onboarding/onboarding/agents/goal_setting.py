@@ -1,0 +1,10 @@
+"""Step 2: agrees one measurable primary goal with a time frame and a reason."""
+
+from onboarding.agents.base import BaseOnboardingAgent
+from onboarding.state import OnboardingAgentType
+
+
+class GoalSettingAgent(BaseOnboardingAgent):
+    """Step 2: agrees one measurable primary goal with a time frame and a reason."""
+
+    agent_type = OnboardingAgentType.GOAL_SETTING

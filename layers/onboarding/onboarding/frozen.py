@@ -1,0 +1,31 @@
+"""Deep-freezing of JSON-like data, so that an 'immutable' model is immutable all the way down."""
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+
+def deep_freeze(value: Any) -> Any:
+    """Return a read-only copy of `value`: mappings become read-only mappings, lists become tuples.
+
+    A copy is taken first, so a caller that keeps a reference to the dict it passed in cannot
+    change the frozen value behind our back.
+    """
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: deep_freeze(item) for key, item in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(deep_freeze(item) for item in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(deep_freeze(item) for item in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Inverse of `deep_freeze` for serialisation: plain dicts and lists again."""
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(item) for item in value]
+    if isinstance(value, frozenset):
+        return [thaw(item) for item in value]
+    return value

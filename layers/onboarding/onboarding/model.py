@@ -1,0 +1,35 @@
+"""The only place that builds the Bedrock chat model.
+
+Endpoints are never passed here: botocore reads `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` itself, so the
+same code talks to real Bedrock or to the local emulator.
+"""
+
+from botocore.config import Config
+from langchain_core.language_models import BaseChatModel
+
+from onboarding.settings import Settings
+
+
+def bedrock_client_config(settings: Settings) -> Config:
+    # One Config carries retries and timeouts: passing `max_retries`/`timeout` to
+    # ChatBedrockConverse as well would replace the retries dict and lose the retry mode.
+    return Config(
+        retries={"mode": "standard", "total_max_attempts": settings.model_max_attempts},
+        connect_timeout=settings.model_connect_timeout_s,
+        read_timeout=settings.model_read_timeout_s,
+    )
+
+
+def build_chat_model(settings: Settings) -> BaseChatModel:
+    """A streaming-capable Converse chat model configured from `settings`."""
+    # Imported here: langchain_aws is the heaviest import of the project (about a second), and
+    # only functions that call the model should pay for it.
+    from langchain_aws import ChatBedrockConverse
+
+    return ChatBedrockConverse(
+        model=settings.model_id,
+        region_name=settings.region,
+        config=bedrock_client_config(settings),
+        max_tokens=settings.model_max_tokens,
+        temperature=settings.model_temperature,
+    )

@@ -1,0 +1,46 @@
+"""Configuration, read once from the environment (Lambda sets it from template.yaml)."""
+
+import os
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    table_name: str = Field(min_length=3)
+    region: str = "us-east-1"
+    model_id: str = DEFAULT_MODEL_ID
+    model_max_attempts: int = Field(default=3, ge=1, le=10)
+    model_connect_timeout_s: float = Field(default=5.0, gt=0)
+    model_read_timeout_s: float = Field(default=60.0, gt=0)
+    model_max_tokens: int = Field(default=1024, ge=1)
+    model_temperature: float = Field(default=0.5, ge=0, le=1)
+    dynamodb_max_attempts: int = Field(default=5, ge=1, le=10)
+    history_load_limit: int = Field(default=20, ge=0, le=1000)
+    max_message_bytes: int = Field(default=32 * 1024, ge=1, le=256 * 1024)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+        """Settings from environment variables; unset ones keep their defaults."""
+        env = os.environ if environ is None else environ
+        names = {
+            "table_name": "TABLE_NAME",
+            "model_id": "BEDROCK_MODEL_ID",
+            "model_max_attempts": "BEDROCK_MAX_ATTEMPTS",
+            "model_connect_timeout_s": "BEDROCK_CONNECT_TIMEOUT_S",
+            "model_read_timeout_s": "BEDROCK_READ_TIMEOUT_S",
+            "model_max_tokens": "BEDROCK_MAX_TOKENS",
+            "model_temperature": "BEDROCK_TEMPERATURE",
+            "dynamodb_max_attempts": "DYNAMODB_MAX_ATTEMPTS",
+            "history_load_limit": "HISTORY_LOAD_LIMIT",
+            "max_message_bytes": "MAX_MESSAGE_BYTES",
+        }
+        values: dict[str, str] = {field: env[var] for field, var in names.items() if var in env}
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+        if region:
+            values["region"] = region
+        return cls.model_validate(values)

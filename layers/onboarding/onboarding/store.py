@@ -1,0 +1,206 @@
+"""The only module that speaks DynamoDB: one table, one partition per user.
+
+Layout of a user's partition (`pk = USER#<user id>`), in sort-key order:
+
+    MSG#<13-digit epoch ms>#<random>   one item per message, immutable once written
+    ~STATE                             onboarding state (current agent, agent_context)
+
+Sort keys starting with `~` sort after every message, so ONE descending Query with
+`Limit = messages + len(HEAD_ITEMS)` returns the per-user head items and the newest messages
+together. The random suffix makes two messages written in the same millisecond distinct, and
+every message write is conditional, so nothing is ever overwritten silently.
+"""
+
+import json
+import secrets
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from aws_lambda_powertools import Logger
+from botocore.exceptions import ClientError
+from pydantic import ValidationError
+
+from onboarding.state import OnboardingState
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
+logger = Logger(child=True)
+
+Role = Literal["user", "assistant"]
+USER_PREFIX = "USER#"
+MESSAGE_PREFIX = "MSG#"
+STATE_SORT_KEY = "~STATE"
+HEAD_ITEMS = (STATE_SORT_KEY,)
+_WRITE_ATTEMPTS = 3
+
+
+class StoreError(Exception):
+    """The table could not be read or written (after botocore's own retries)."""
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    message_id: str
+    role: Role
+    content: str
+    created_at: datetime
+
+    @property
+    def created_ms(self) -> int:
+        return int(self.message_id.split("-", 1)[0])
+
+
+@dataclass(frozen=True)
+class LoadedTurnContext:
+    """What a turn needs from the table: the state and the newest messages, oldest first."""
+
+    state: OnboardingState
+    messages: tuple[StoredMessage, ...]
+
+
+def _partition(user_id: str) -> "AttributeValueTypeDef":
+    return {"S": f"{USER_PREFIX}{user_id}"}
+
+
+def _message_sort_key(message_id: str) -> str:
+    created_ms, suffix = message_id.split("-", 1)
+    return f"{MESSAGE_PREFIX}{created_ms}#{suffix}"
+
+
+def _message_id(sort_key: str) -> str:
+    created_ms, suffix = sort_key.removeprefix(MESSAGE_PREFIX).split("#", 1)
+    return f"{created_ms}-{suffix}"
+
+
+def _new_message_id(created_ms: int) -> str:
+    return f"{created_ms:013d}-{secrets.token_hex(6)}"
+
+
+class ConversationStore:
+    """Reads and writes a user's messages and onboarding state."""
+
+    def __init__(self, client: "DynamoDBClient", table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def load_turn_context(self, user_id: str, message_limit: int = 20) -> LoadedTurnContext:
+        """The user's state and newest `message_limit` messages (oldest first), in one Query.
+
+        A second page is read only when DynamoDB's 1 MB page limit cut the first one short.
+        Items that cannot be understood are skipped with a warning, never fatal.
+        """
+        state = OnboardingState.initial()
+        newest_first: list[StoredMessage] = []
+        for item in self._query_newest(user_id, message_limit + len(HEAD_ITEMS)):
+            sort_key = item.get("sk", {}).get("S", "")
+            if sort_key == STATE_SORT_KEY:
+                state = self._parse_state(item) or state
+            elif sort_key.startswith(MESSAGE_PREFIX) and len(newest_first) < message_limit:
+                if (message := self._parse_message(item)) is not None:
+                    newest_first.append(message)
+        return LoadedTurnContext(state=state, messages=tuple(reversed(newest_first)))
+
+    def append_message(self, user_id: str, role: Role, content: str, not_before_ms: int = 0) -> StoredMessage:
+        """Store one message; never overwrites an existing one.
+
+        `not_before_ms` lets a reply be ordered strictly after the message it answers even when
+        both land in the same millisecond.
+        """
+        for _ in range(_WRITE_ATTEMPTS):
+            created_ms = max(int(time.time() * 1000), not_before_ms)
+            message = StoredMessage(
+                message_id=_new_message_id(created_ms),
+                role=role,
+                content=content,
+                created_at=datetime.fromtimestamp(created_ms / 1000, UTC),
+            )
+            try:
+                self._client.put_item(
+                    TableName=self._table,
+                    Item={
+                        "pk": _partition(user_id),
+                        "sk": {"S": _message_sort_key(message.message_id)},
+                        "role": {"S": role},
+                        "content": {"S": content},
+                        "created_at": {"S": message.created_at.isoformat()},
+                    },
+                    ConditionExpression="attribute_not_exists(sk)",
+                )
+                return message
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    raise StoreError(f"could not store the {role} message") from error
+                logger.warning("Message key collision, retrying with a new key")
+        raise StoreError(f"could not find a free key for the {role} message")
+
+    def save_state(self, user_id: str, state: OnboardingState) -> None:
+        """Replace the user's onboarding state."""
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item={
+                    "pk": _partition(user_id),
+                    "sk": {"S": STATE_SORT_KEY},
+                    "current_agent": {"S": state.current_agent.value},
+                    "agent_context": {"S": json.dumps(state.model_dump(mode="json")["agent_context"])},
+                    "updated_at": {"S": datetime.now(UTC).isoformat()},
+                },
+            )
+        except ClientError as error:
+            raise StoreError("could not store the onboarding state") from error
+
+    def _query_newest(self, user_id: str, limit: int) -> Iterator[Mapping[str, Any]]:
+        remaining = limit
+        start_key: dict[str, Any] | None = None
+        while remaining > 0:
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "KeyConditionExpression": "pk = :pk",
+                "ExpressionAttributeValues": {":pk": _partition(user_id)},
+                "ScanIndexForward": False,
+                "Limit": remaining,
+            }
+            if start_key:
+                request["ExclusiveStartKey"] = start_key
+            try:
+                page = self._client.query(**request)
+            except ClientError as error:
+                raise StoreError("could not read the conversation") from error
+            items = page.get("Items", [])
+            yield from items
+            remaining -= len(items)
+            start_key = page.get("LastEvaluatedKey")
+            if not start_key:
+                return
+
+    @staticmethod
+    def _parse_message(item: Mapping[str, Any]) -> StoredMessage | None:
+        try:
+            role = item["role"]["S"]
+            if role not in ("user", "assistant"):
+                raise ValueError("unknown role")
+            return StoredMessage(
+                message_id=_message_id(item["sk"]["S"]),
+                role=role,
+                content=item["content"]["S"],
+                created_at=datetime.fromisoformat(item["created_at"]["S"]),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            logger.warning("Skipping malformed message item", extra={"reason": type(error).__name__})
+            return None
+
+    @staticmethod
+    def _parse_state(item: Mapping[str, Any]) -> OnboardingState | None:
+        try:
+            return OnboardingState(
+                current_agent=item["current_agent"]["S"],
+                agent_context=json.loads(item.get("agent_context", {}).get("S", "{}")),
+            )
+        except (KeyError, TypeError, ValueError, ValidationError) as error:
+            logger.warning("Ignoring malformed onboarding state item", extra={"reason": type(error).__name__})
+            return None

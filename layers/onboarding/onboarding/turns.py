@@ -1,0 +1,110 @@
+"""One conversation turn: validate, build the agent, store the user's message, stream, store the reply."""
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from aws_lambda_powertools import Logger
+
+from onboarding.agents import BaseOnboardingAgent
+from onboarding.conversation import is_blank
+from onboarding.orchestrator import OnboardingAgentOrchestrator
+from onboarding.store import ConversationStore, StoredMessage
+
+logger = Logger(child=True)
+
+
+class InvalidMessage(ValueError):
+    """The user's message cannot be accepted as it is; nothing was stored."""
+
+
+class MessageTooLarge(InvalidMessage):
+    """The user's message is over the configured size limit; nothing was stored."""
+
+
+class ModelUnavailable(RuntimeError):
+    """The model failed before finishing its reply. The user's message is stored; no reply is."""
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    user_message: StoredMessage
+    assistant_message: StoredMessage | None
+    reply: str
+
+
+def validate_message(message: str, max_bytes: int) -> None:
+    if is_blank(message):
+        raise InvalidMessage("message must contain some text")
+    try:
+        size = len(message.encode("utf-8"))
+    except UnicodeEncodeError as error:
+        raise InvalidMessage("message is not valid Unicode text (it contains a lone surrogate)") from error
+    if size > max_bytes:
+        raise MessageTooLarge(f"message is {size} bytes of UTF-8; the limit is {max_bytes}")
+
+
+class Turn:
+    """A turn in progress. Iterate it for the reply's chunks; `result` is set once it finished."""
+
+    def __init__(self, agent: BaseOnboardingAgent, store: ConversationStore, message: str, user_message: StoredMessage) -> None:
+        self._agent = agent
+        self._store = store
+        self._message = message
+        self.user_message = user_message
+        self.result: TurnResult | None = None
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        if self.result is not None:
+            raise RuntimeError("a turn can be streamed only once")
+        parts: list[str] = []
+        try:
+            async for chunk in self._agent.stream_response(self._message):
+                parts.append(chunk)
+                yield chunk
+        except Exception as error:
+            logger.error("Model stream failed", extra={"chunks_received": len(parts)}, exc_info=True)
+            raise ModelUnavailable("the coach could not finish its reply; please try again") from error
+        reply = "".join(parts)
+        assistant_message = None
+        if is_blank(reply):
+            # Bedrock would reject an empty assistant turn in later requests, so none is stored.
+            logger.warning("Model returned an empty reply; nothing stored for it")
+        else:
+            assistant_message = await asyncio.to_thread(
+                self._store.append_message,
+                self._agent.context.user_id,
+                "assistant",
+                reply,
+                self.user_message.created_ms + 1,
+            )
+        self.result = TurnResult(self.user_message, assistant_message, reply)
+
+    async def collect(self) -> TurnResult:
+        """Run the whole turn without streaming and return its result."""
+        async for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+
+class TurnService:
+    """The domain entry point handlers call: one method per turn."""
+
+    def __init__(self, orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, max_message_bytes: int) -> None:
+        self._orchestrator = orchestrator
+        self._store = store
+        self._max_message_bytes = max_message_bytes
+
+    async def start_turn(self, user_id: str, message: str) -> Turn:
+        """Store the user's message and return the turn, ready to stream the reply.
+
+        The context is loaded before the message is stored, so the current message is not
+        also part of its own history.
+        """
+        if not user_id:
+            raise InvalidMessage("a user id is required")
+        validate_message(message, self._max_message_bytes)
+        agent = await self._orchestrator.get_current_agent(user_id)
+        user_message = await asyncio.to_thread(self._store.append_message, user_id, "user", message)
+        return Turn(agent, self._store, message, user_message)
