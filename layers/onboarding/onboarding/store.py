@@ -8,13 +8,16 @@ Layout of a user's partition (`pk = USER#<user id>`), in sort-key order:
 Sort keys starting with `~` sort after every message, so ONE descending Query with
 `Limit = messages + len(HEAD_ITEMS)` returns the per-user head items and the newest messages
 together. The random suffix makes two messages written in the same millisecond distinct, and
-every message write is conditional, so nothing is ever overwritten silently.
+every message write is conditional, so nothing is ever overwritten silently. Within one process
+the millisecond part is also strictly increasing (a burst moves it forward by 1 ms a message), so
+messages written one after another keep their order even inside one millisecond.
 """
 
 import json
 import secrets
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -50,10 +53,6 @@ class StoredMessage:
     content: str
     created_at: datetime
 
-    @property
-    def created_ms(self) -> int:
-        return int(self.message_id.split("-", 1)[0])
-
 
 @dataclass(frozen=True)
 class LoadedTurnContext:
@@ -84,9 +83,17 @@ def _new_message_id(created_ms: int) -> str:
 class ConversationStore:
     """Reads and writes a user's messages and onboarding state."""
 
-    def __init__(self, client: "DynamoDBClient", table_name: str) -> None:
+    def __init__(self, client: "DynamoDBClient", table_name: str, clock: Callable[[], float] = time.time) -> None:
         self._client = client
         self._table = table_name
+        self._clock = clock
+        self._last_ms = 0
+        self._clock_lock = threading.Lock()
+
+    def _next_ms(self) -> int:
+        with self._clock_lock:
+            self._last_ms = max(int(self._clock() * 1000), self._last_ms + 1)
+            return self._last_ms
 
     def load_turn_context(self, user_id: str, message_limit: int = 20) -> LoadedTurnContext:
         """The user's state and newest `message_limit` messages (oldest first), in one Query.
@@ -105,14 +112,10 @@ class ConversationStore:
                     newest_first.append(message)
         return LoadedTurnContext(state=state, messages=tuple(reversed(newest_first)))
 
-    def append_message(self, user_id: str, role: Role, content: str, not_before_ms: int = 0) -> StoredMessage:
-        """Store one message; never overwrites an existing one.
-
-        `not_before_ms` lets a reply be ordered strictly after the message it answers even when
-        both land in the same millisecond.
-        """
+    def append_message(self, user_id: str, role: Role, content: str) -> StoredMessage:
+        """Store one message after every message this store wrote before; never overwrites."""
         for _ in range(_WRITE_ATTEMPTS):
-            created_ms = max(int(time.time() * 1000), not_before_ms)
+            created_ms = self._next_ms()
             message = StoredMessage(
                 message_id=_new_message_id(created_ms),
                 role=role,

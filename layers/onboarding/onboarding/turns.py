@@ -76,7 +76,6 @@ class Turn:
                 self._agent.context.user_id,
                 "assistant",
                 reply,
-                self.user_message.created_ms + 1,
             )
         self.result = TurnResult(self.user_message, assistant_message, reply)
 

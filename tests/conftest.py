@@ -1,0 +1,48 @@
+"""Shared test set-up. The environment is fixed before any project module is imported, so that
+nothing can reach a real AWS account: credentials are dummies and the region is fixed."""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+for _name, _value in {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "TABLE_NAME": "onboarding-memory-test",
+    "POWERTOOLS_SERVICE_NAME": "onboarding-memory-test",
+}.items():
+    os.environ[_name] = _value
+for _name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
+    os.environ.pop(_name, None)
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+from infra.bedrock_emulator import BedrockEmulator  # noqa: E402
+
+settings.register_profile(
+    "default", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+settings.load_profile("default")
+
+_KIND_BY_FOLDER = {"unit", "property", "integration", "e2e", "infrastructure"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test is marked by its kind: the folder it lives in."""
+    for item in items:
+        folder = Path(str(item.fspath)).parent.name
+        if folder in _KIND_BY_FOLDER:
+            item.add_marker(getattr(pytest.mark, folder))
+
+
+@pytest.fixture
+def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[BedrockEmulator]:
+    """The Bedrock emulator on loopback, with botocore pointed at it by the standard variable."""
+    with BedrockEmulator() as running:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", running.url)
+        yield running

@@ -1,0 +1,51 @@
+"""Unit-test fixtures: DynamoDB is moto in-process; Bedrock is the emulator on loopback."""
+
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from langchain_core.language_models import BaseChatModel
+from moto import mock_aws
+
+from infra.bedrock_emulator import BedrockEmulator
+from infra.template import table_create_request
+from onboarding.model import build_chat_model
+from onboarding.orchestrator import OnboardingAgentOrchestrator
+from onboarding.settings import Settings
+from onboarding.store import ConversationStore
+from onboarding.turns import TurnService
+
+TABLE = "onboarding-memory-test"
+
+
+@pytest.fixture
+def dynamodb() -> Iterator[object]:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(**table_create_request("ConversationTable", TABLE))
+        yield client
+
+
+@pytest.fixture
+def store(dynamodb: object) -> ConversationStore:
+    return ConversationStore(dynamodb, TABLE)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings(table_name=TABLE, model_max_attempts=1)
+
+
+@pytest.fixture
+def llm(emulator: BedrockEmulator, settings: Settings) -> BaseChatModel:
+    return build_chat_model(settings)
+
+
+@pytest.fixture
+def orchestrator(store: ConversationStore, llm: BaseChatModel) -> OnboardingAgentOrchestrator:
+    return OnboardingAgentOrchestrator(store, llm)
+
+
+@pytest.fixture
+def service(orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, settings: Settings) -> TurnService:
+    return TurnService(orchestrator, store, settings.max_message_bytes)

@@ -1,0 +1,71 @@
+"""OnboardingAgentOrchestrator: agent choice, history loading, and the spec's error handling."""
+
+import logging
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+
+from onboarding.agents import DietPlanningAgent, FitnessAssessmentAgent
+from onboarding.orchestrator import OnboardingAgentOrchestrator
+from onboarding.state import OnboardingAgentType, OnboardingState
+from onboarding.store import ConversationStore
+
+from .conftest import TABLE
+
+
+async def test_orchestrator_loads_conversation_history(store: ConversationStore, orchestrator: OnboardingAgentOrchestrator) -> None:
+    """The spec's example: R4.1, R4.4-R4.6."""
+    for i in range(5):
+        store.append_message("test-user", "user" if i % 2 == 0 else "assistant", f"Message {i}")
+    agent = await orchestrator.get_current_agent("test-user")
+    assert len(agent.context.conversation_history) == 5
+    assert agent.context.conversation_history[0]["content"] == "Message 0"
+    assert dict(agent.context.conversation_history[1]) == {"role": "assistant", "content": "Message 1"}
+    assert agent.context.user_id == "test-user"
+
+
+async def test_a_new_user_starts_with_the_fitness_assessment(orchestrator: OnboardingAgentOrchestrator) -> None:
+    agent = await orchestrator.get_current_agent("new-user")
+    assert isinstance(agent, FitnessAssessmentAgent)
+    assert list(agent.context.conversation_history) == []
+
+
+async def test_the_saved_state_picks_the_agent_and_its_context(store: ConversationStore, orchestrator: OnboardingAgentOrchestrator) -> None:
+    store.save_state("u", OnboardingState(current_agent=OnboardingAgentType.DIET_PLANNING, agent_context={"goal_setting": {"primary_goal": "fat loss"}}))
+    agent = await orchestrator.get_current_agent("u")
+    assert isinstance(agent, DietPlanningAgent)
+    assert agent.context.agent_context["goal_setting"]["primary_goal"] == "fat loss"
+    assert "goal_setting.primary_goal: fat loss" in agent.get_system_prompt()
+
+
+async def test_only_the_newest_20_are_loaded(store: ConversationStore, orchestrator: OnboardingAgentOrchestrator) -> None:
+    """R4.3 / R6.1 / R6.3 / R6.4."""
+    for i in range(45):
+        store.append_message("u", "user" if i % 2 == 0 else "assistant", f"m{i}")
+    agent = await orchestrator.get_current_agent("u")
+    assert [entry["content"] for entry in agent.context.conversation_history] == [f"m{i}" for i in range(25, 45)]
+
+
+async def test_read_failure_gives_empty_history_and_a_warning(dynamodb: Any, llm: BaseChatModel, caplog: pytest.LogCaptureFixture) -> None:
+    """Spec error handling, database query failures: empty history, the agent still works."""
+    orchestrator = OnboardingAgentOrchestrator(ConversationStore(dynamodb, "missing-table"), llm)
+    with caplog.at_level(logging.WARNING):
+        agent = await orchestrator.get_current_agent("u")
+    assert isinstance(agent, FitnessAssessmentAgent)
+    assert list(agent.context.conversation_history) == []
+    assert any("Could not load conversation history" in r.getMessage() for r in caplog.records)
+
+
+async def test_agent_creation_failure_raises_value_error(orchestrator: OnboardingAgentOrchestrator) -> None:
+    """Spec error handling, agent instantiation failures: a clear ValueError."""
+    with pytest.raises(ValueError, match="Agent creation failed"):
+        await orchestrator._create_agent(OnboardingAgentType.GOAL_SETTING, {}, "", [])
+    with pytest.raises(ValueError, match="Agent creation failed"):
+        await orchestrator._create_agent("no_such_step", {}, "u", [])  # type: ignore[arg-type]
+
+
+def test_history_limit_default_is_20(store: ConversationStore, llm: BaseChatModel) -> None:
+    assert OnboardingAgentOrchestrator.HISTORY_LIMIT == 20
+    assert OnboardingAgentOrchestrator(store, llm)._history_limit == 20
+    assert TABLE

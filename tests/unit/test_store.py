@@ -1,0 +1,134 @@
+"""ConversationStore against moto in-process."""
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from onboarding.state import OnboardingAgentType, OnboardingState
+from onboarding.store import ConversationStore, StoreError
+
+from .conftest import TABLE
+
+
+def test_newest_messages_come_back_oldest_first(store: ConversationStore) -> None:
+    """R4.2/R4.3 without the seed's defect: the NEWEST 20, in ascending order."""
+    for i in range(30):
+        store.append_message("u1", "user" if i % 2 == 0 else "assistant", f"message {i}")
+    loaded = store.load_turn_context("u1", message_limit=20)
+    assert [m.content for m in loaded.messages] == [f"message {i}" for i in range(10, 30)]
+
+
+def test_users_do_not_see_each_other(store: ConversationStore) -> None:
+    store.append_message("alice", "user", "alice's secret")
+    store.append_message("bob", "user", "bob's note")
+    assert [m.content for m in store.load_turn_context("alice").messages] == ["alice's secret"]
+
+
+def test_a_new_user_has_initial_state_and_no_messages(store: ConversationStore) -> None:
+    loaded = store.load_turn_context("nobody")
+    assert loaded.messages == ()
+    assert loaded.state == OnboardingState.initial()
+
+
+def test_state_comes_back_with_the_messages_in_one_query(store: ConversationStore, dynamodb: Any) -> None:
+    state = OnboardingState(current_agent=OnboardingAgentType.DIET_PLANNING, agent_context={"goal_setting": {"primary_goal": "strength"}})
+    store.save_state("u1", state)
+    for i in range(25):
+        store.append_message("u1", "user", f"m{i}")
+    calls: list[str] = []
+    dynamodb.meta.events.register("before-call.dynamodb", lambda model, **_: calls.append(model.name))
+    loaded = store.load_turn_context("u1", message_limit=20)
+    assert calls == ["Query"]
+    assert loaded.state == state
+    assert [m.content for m in loaded.messages] == [f"m{i}" for i in range(5, 25)]
+
+
+def test_same_millisecond_writes_from_two_processes_both_survive(dynamodb: Any) -> None:
+    """Two Lambdas with the same clock reading: distinct keys, both stored."""
+    frozen = lambda: 1_800_000_000.0  # noqa: E731
+    first, second = ConversationStore(dynamodb, TABLE, clock=frozen), ConversationStore(dynamodb, TABLE, clock=frozen)
+    a = first.append_message("u1", "user", "from phone")
+    b = second.append_message("u1", "user", "from app")
+    assert a.message_id != b.message_id
+    assert a.created_at == b.created_at
+    assert sorted(m.content for m in first.load_turn_context("u1").messages) == ["from app", "from phone"]
+
+
+def test_writes_in_one_process_keep_their_order_within_a_millisecond(dynamodb: Any) -> None:
+    store = ConversationStore(dynamodb, TABLE, clock=lambda: 1_800_000_000.0)
+    for i in range(50):
+        store.append_message("u1", "user", f"m{i}")
+    assert [m.content for m in store.load_turn_context("u1", 50).messages] == [f"m{i}" for i in range(50)]
+
+
+def test_a_key_collision_never_overwrites(dynamodb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write is conditional: a colliding key is detected and a fresh one used."""
+    store = ConversationStore(dynamodb, TABLE, clock=lambda: 1_800_000_000.0)
+    tokens = iter(["aaaaaaaaaaaa", "aaaaaaaaaaaa", "bbbbbbbbbbbb"])
+    monkeypatch.setattr("onboarding.store.secrets.token_hex", lambda _n: next(tokens))
+    store._last_ms = 0
+    first = store.append_message("u1", "user", "first")
+    store._last_ms = 0  # force the same millisecond again
+    second = store.append_message("u1", "user", "second")
+    assert first.message_id != second.message_id
+    assert sorted(m.content for m in store.load_turn_context("u1").messages) == ["first", "second"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["😀💪🏽 emoji with skin tone", "مرحبا، أنا مبتدئ", "עברית עם English mixed", "a" * 10_000, "x\u0000y\ttabs\nnewlines", "🏋️" * 2500],
+)
+def test_content_is_stored_byte_exact(store: ConversationStore, content: str) -> None:
+    stored = store.append_message("u1", "user", content)
+    (loaded,) = store.load_turn_context("u1").messages
+    assert loaded.content.encode("utf-8") == content.encode("utf-8")
+    assert loaded == stored
+
+
+def test_malformed_items_are_skipped_with_a_warning(store: ConversationStore, dynamodb: Any, caplog: pytest.LogCaptureFixture) -> None:
+    store.append_message("u1", "user", "good one")
+    for sk, extra in [
+        ("MSG#0000000000001#aa", {}),
+        ("MSG#0000000000002#bb", {"role": {"S": "robot"}, "content": {"S": "x"}, "created_at": {"S": "2026-01-01T00:00:00+00:00"}}),
+        ("MSG#0000000000003#cc", {"role": {"S": "user"}, "content": {"N": "1"}, "created_at": {"S": "2026-01-01T00:00:00+00:00"}}),
+        ("MSG#0000000000004", {"role": {"S": "user"}, "content": {"S": "no suffix"}, "created_at": {"S": "2026-01-01T00:00:00+00:00"}}),
+    ]:
+        dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "USER#u1"}, "sk": {"S": sk}, **extra})
+    with caplog.at_level(logging.WARNING):
+        loaded = store.load_turn_context("u1")
+    assert [m.content for m in loaded.messages] == ["good one"]
+    assert sum("Skipping malformed message item" in r.getMessage() for r in caplog.records) == 4
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"current_agent": {"S": "not_a_step"}},
+        {"current_agent": {"S": "goal_setting"}, "agent_context": {"S": "{not json"}},
+        {"agent_context": {"S": "{}"}},
+        {"current_agent": {"S": "goal_setting"}, "agent_context": {"S": json.dumps([1, 2])}},
+    ],
+)
+def test_malformed_state_falls_back_to_initial(store: ConversationStore, dynamodb: Any, item: dict[str, Any]) -> None:
+    dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "USER#u1"}, "sk": {"S": "~STATE"}, **item})
+    assert store.load_turn_context("u1").state == OnboardingState.initial()
+
+
+def test_pages_cut_short_by_the_1mb_limit_are_followed(store: ConversationStore) -> None:
+    """Twenty 300 KB messages do not fit one 1 MB Query page; all twenty still come back."""
+    big = [f"{i:02d}" + "x" * 300_000 for i in range(20)]
+    for content in big:
+        store.append_message("u1", "user", content)
+    assert [m.content for m in store.load_turn_context("u1").messages] == big
+
+
+def test_read_and_write_failures_raise_store_error(dynamodb: Any) -> None:
+    broken = ConversationStore(dynamodb, "no-such-table")
+    with pytest.raises(StoreError):
+        broken.load_turn_context("u1")
+    with pytest.raises(StoreError):
+        broken.append_message("u1", "user", "hello")
+    with pytest.raises(StoreError):
+        broken.save_state("u1", OnboardingState.initial())

@@ -1,0 +1,103 @@
+"""TurnService: a whole turn, its writes, and every error path."""
+
+import pytest
+
+from infra.bedrock_emulator import BedrockEmulator
+from infra.bedrock_emulator.server import Fault
+from onboarding.store import ConversationStore
+from onboarding.turns import InvalidMessage, MessageTooLarge, ModelUnavailable, TurnService
+
+
+async def test_a_turn_stores_both_messages_and_streams_the_reply(service: TurnService, store: ConversationStore) -> None:
+    turn = await service.start_turn("u", "Hello coach")
+    chunks = [chunk async for chunk in turn]
+    assert turn.result is not None
+    assert turn.result.reply == "".join(chunks)
+    stored = store.load_turn_context("u").messages
+    assert [(m.role, m.content) for m in stored] == [("user", "Hello coach"), ("assistant", turn.result.reply)]
+    assert turn.result.assistant_message is not None
+    assert stored[1].message_id == turn.result.assistant_message.message_id
+
+
+async def test_the_reply_is_stored_only_after_the_stream_completes(service: TurnService, store: ConversationStore) -> None:
+    turn = await service.start_turn("u", "Hello")
+    stream = turn.__aiter__()
+    await anext(stream)
+    assert [m.role for m in store.load_turn_context("u").messages] == ["user"]
+    async for _ in stream:
+        pass
+    assert [m.role for m in store.load_turn_context("u").messages] == ["user", "assistant"]
+
+
+async def test_the_next_turn_sees_the_previous_ones(service: TurnService, emulator: BedrockEmulator) -> None:
+    for text in ["Hi", "I'm a beginner", "I run twice a week"]:
+        await (await service.start_turn("u", text)).collect()
+    last = emulator.requests[-1].conversation
+    assert [t.role for t in last] == ["user", "assistant", "user", "assistant", "user"]
+    assert [t.text for t in last if t.role == "user"] == ["Hi", "I'm a beginner", "I run twice a week"]
+
+
+@pytest.mark.parametrize("message", ["", "   \n\t", "\u3000"])
+async def test_blank_messages_are_rejected_and_nothing_is_stored(service: TurnService, store: ConversationStore, message: str) -> None:
+    with pytest.raises(InvalidMessage, match="some text"):
+        await service.start_turn("u", message)
+    assert store.load_turn_context("u").messages == ()
+
+
+async def test_oversized_messages_are_rejected(service: TurnService, store: ConversationStore) -> None:
+    with pytest.raises(MessageTooLarge, match="limit is 32768"):
+        await service.start_turn("u", "é" * 20_000)
+    assert store.load_turn_context("u").messages == ()
+
+
+async def test_lone_surrogates_are_rejected(service: TurnService) -> None:
+    with pytest.raises(InvalidMessage, match="lone surrogate"):
+        await service.start_turn("u", "bad \ud800 text")
+
+
+async def test_a_missing_user_id_is_rejected(service: TurnService) -> None:
+    with pytest.raises(InvalidMessage, match="user id"):
+        await service.start_turn("", "hello")
+
+
+async def test_stream_failure_keeps_the_user_turn_and_stores_no_half_reply(
+    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    emulator.queue_fault(Fault("stream_error", after_chunks=3))
+    turn = await service.start_turn("u", "Hello")
+    received: list[str] = []
+    with pytest.raises(ModelUnavailable):
+        async for chunk in turn:
+            received.append(chunk)
+    assert len(received) == 3
+    assert [(m.role, m.content) for m in store.load_turn_context("u").messages] == [("user", "Hello")]
+    assert turn.result is None
+
+
+async def test_throttling_before_the_stream_is_a_model_error(service: TurnService, store: ConversationStore, emulator: BedrockEmulator) -> None:
+    emulator.queue_fault(Fault("throttle"))
+    turn = await service.start_turn("u", "Hello")
+    with pytest.raises(ModelUnavailable):
+        await turn.collect()
+    assert [m.role for m in store.load_turn_context("u").messages] == ["user"]
+
+
+async def test_after_a_failed_reply_the_next_turn_is_still_valid_for_bedrock(
+    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    """Two user turns in a row in the table are merged, so Bedrock accepts the next request."""
+    emulator.queue_fault(Fault("throttle"))
+    with pytest.raises(ModelUnavailable):
+        await (await service.start_turn("u", "first try")).collect()
+    result = await (await service.start_turn("u", "second try")).collect()
+    assert result.assistant_message is not None
+    last = emulator.requests[-1].conversation
+    assert [t.role for t in last] == ["user"]
+    assert last[0].text == "first try\nsecond try"
+
+
+async def test_a_turn_streams_only_once(service: TurnService) -> None:
+    turn = await service.start_turn("u", "Hello")
+    await turn.collect()
+    with pytest.raises(RuntimeError, match="only once"):
+        await turn.collect()
