@@ -17,12 +17,11 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TextIO
 
+from infra.local_stack import LocalStack
 from onboarding.settings import Settings
 from onboarding.store import StoreError
-from onboarding.turns import InvalidMessage, ModelUnavailable, TurnService
+from onboarding.turns import InvalidMessageError, ModelUnavailableError, TurnService
 from onboarding.wiring import build_turn_service
-
-from infra.local_stack import LocalStack
 
 DEFAULT_DATA_FILE = Path(".local/dynamodb.jsonl")
 QUIT_COMMANDS = {"/quit", "/exit"}
@@ -45,7 +44,9 @@ def _script_lines(source: TextIO) -> Iterator[str]:
             yield text
 
 
-async def converse(service: TurnService, user_id: str, lines: Iterable[str], after_turn: Callable[[], None], out: TextIO) -> int:
+async def converse(
+    service: TurnService, user_id: str, lines: Iterable[str], after_turn: Callable[[], None], out: TextIO
+) -> int:
     """Run every line as a turn, streaming replies to `out`; returns how many turns failed."""
     failures = 0
     for line in lines:
@@ -58,7 +59,7 @@ async def converse(service: TurnService, user_id: str, lines: Iterable[str], aft
                 out.write(chunk)
                 out.flush()
             out.write("\n")
-        except (InvalidMessage, ModelUnavailable, StoreError) as error:
+        except (InvalidMessageError, ModelUnavailableError, StoreError) as error:
             failures += 1
             out.write(f"\n[not sent: {error}]\n")
         after_turn()
@@ -68,7 +69,9 @@ async def converse(service: TurnService, user_id: str, lines: Iterable[str], aft
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--user", default="local-user", help="user id to talk as (default: local-user)")
-    parser.add_argument("--script", type=argparse.FileType("r", encoding="utf-8"), help="file of messages, one a line ('-' for stdin)")
+    parser.add_argument(
+        "--script", type=argparse.FileType("r", encoding="utf-8"), help="file of messages, one a line ('-' for stdin)"
+    )
     parser.add_argument("--data-file", type=Path, default=DEFAULT_DATA_FILE, help="where the local table is kept")
     parser.add_argument("--reset", action="store_true", help="forget everything stored locally before starting")
     parser.add_argument("--chunk-delay", type=float, default=0.03, help="seconds between the local model's tokens")
@@ -80,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     with stack if stack is not None else nullcontext():
         service = build_turn_service(Settings.from_env())
         if arguments.script is None:
-            print(f"Talking as {arguments.user!r}. Memory is kept in {arguments.data_file} (--reset forgets it). /quit to leave.")
+            print(
+                f"Talking as {arguments.user!r}. Memory is kept in {arguments.data_file} "
+                "(--reset forgets it). /quit to leave."
+            )
         lines = _script_lines(arguments.script) if arguments.script else _interactive_lines()
         save = stack.save if stack is not None else (lambda: None)
         failures = asyncio.run(converse(service, arguments.user, lines, save, sys.stdout))

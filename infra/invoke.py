@@ -8,13 +8,14 @@ environment's credentials and region point at (TABLE_NAME must be set).
 """
 
 import argparse
-import importlib
+import importlib.util
 import json
 import sys
 import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from infra.local_stack import LocalStack
@@ -40,14 +41,32 @@ class LocalLambdaContext:
         return 60_000
 
 
-def invoke(logical_id: str, event: dict[str, Any]) -> Any:
-    """Import the function's handler as Lambda would (its CodeUri on sys.path) and call it once."""
+_warm_modules: dict[str, ModuleType] = {}
+
+
+def _load_handler_module(logical_id: str) -> tuple[ModuleType, str]:
+    """Import the function's handler module as Lambda would, once per function (a warm start
+    afterwards). Every function's file may be called app.py, so each gets its own module name."""
     code_dir, module_name, function_name = function_handler(logical_id)
-    sys.path.insert(0, str(code_dir))
-    try:
-        module = importlib.import_module(module_name)
-    finally:
-        sys.path.remove(str(code_dir))
+    if logical_id not in _warm_modules:
+        spec = importlib.util.spec_from_file_location(
+            f"_lambda_{logical_id}_{module_name}", code_dir / f"{module_name}.py"
+        )
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load the handler of {logical_id} from {code_dir}")
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(code_dir))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(code_dir))
+        _warm_modules[logical_id] = module
+    return _warm_modules[logical_id], function_name
+
+
+def invoke(logical_id: str, event: dict[str, Any]) -> Any:
+    """Call the function's handler once with `event`, as `sam local invoke` would."""
+    module, function_name = _load_handler_module(logical_id)
     context = LocalLambdaContext(function_name=logical_id, aws_request_id=str(uuid.uuid4()))
     return getattr(module, function_name)(event, context)
 

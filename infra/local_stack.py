@@ -121,7 +121,9 @@ class LocalStack:
             raise
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             if exc_type is None:
                 self.save()
@@ -135,8 +137,13 @@ class LocalStack:
                     os.environ[name] = value
 
     def _client(self) -> Any:
-        return boto3.client("dynamodb", region_name=LOCAL_REGION, endpoint_url=self.dynamodb.url,
-                            aws_access_key_id="local", aws_secret_access_key="local")
+        return boto3.client(
+            "dynamodb",
+            region_name=LOCAL_REGION,
+            endpoint_url=self.dynamodb.url,
+            aws_access_key_id="local",
+            aws_secret_access_key="local",  # noqa: S106 - the local server's dummy credentials
+        )
 
     def items(self) -> Iterator[dict[str, Any]]:
         for page in self._client().get_paginator("scan").paginate(TableName=self.table_name):
@@ -171,7 +178,9 @@ def main() -> None:
     parser.add_argument("--bedrock-port", type=int, default=8001)
     parser.add_argument("--data-file", type=Path, default=Path(".local/dynamodb.jsonl"))
     arguments = parser.parse_args()
-    with LocalStack(arguments.data_file, 0.02, dynamodb_port=arguments.dynamodb_port, bedrock_port=arguments.bedrock_port) as stack:
+    with LocalStack(
+        arguments.data_file, 0.02, dynamodb_port=arguments.dynamodb_port, bedrock_port=arguments.bedrock_port
+    ) as stack:
         print("Local stack running. Point your process at it with:")
         for name, value in stack.environment.items():
             print(f"  export {name}={value}")

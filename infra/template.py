@@ -20,8 +20,10 @@ def _intrinsic(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> dic
         value = loader.construct_scalar(node)
     elif isinstance(node, yaml.SequenceNode):
         value = loader.construct_sequence(node, deep=True)
+    elif isinstance(node, yaml.MappingNode):
+        value = loader.construct_mapping(node, deep=True)
     else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+        raise yaml.constructor.ConstructorError(None, None, f"unexpected node for !{tag_suffix}", node.start_mark)
     name = "Ref" if tag_suffix == "Ref" else f"Fn::{tag_suffix}"
     return {name: value}
 
@@ -32,12 +34,14 @@ _CloudFormationLoader.add_multi_constructor("!", _intrinsic)
 @cache
 def load_template(path: Path = TEMPLATE_PATH) -> dict[str, Any]:
     with path.open(encoding="utf-8") as handle:
-        document: dict[str, Any] = yaml.load(handle, Loader=_CloudFormationLoader)  # noqa: S506 - SafeLoader subclass
+        document = yaml.load(handle, Loader=_CloudFormationLoader)  # noqa: S506 - a SafeLoader subclass
+    if not isinstance(document, dict):
+        raise ValueError(f"{path} is not a template")
     return document
 
 
 def resource(logical_id: str) -> dict[str, Any]:
-    resources: dict[str, Any] = load_template()["Resources"]
+    resources: dict[str, dict[str, Any]] = load_template()["Resources"]
     if logical_id not in resources:
         raise KeyError(f"template.yaml has no resource {logical_id!r}; it has {sorted(resources)}")
     return resources[logical_id]

@@ -25,7 +25,10 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 from infra.bedrock_emulator import BedrockEmulator  # noqa: E402
 
 settings.register_profile(
-    "default", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    "default",
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 settings.load_profile("default")
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from onboarding.settings import Settings
 from onboarding.store import StoreError
-from onboarding.turns import InvalidMessage, MessageTooLarge, ModelUnavailable, TurnResult, TurnService
+from onboarding.turns import InvalidMessageError, MessageTooLargeError, ModelUnavailableError, TurnResult, TurnService
 from onboarding.wiring import build_turn_service
 
 logger = Logger()
@@ -76,18 +76,24 @@ def make_handler(service: TurnService) -> Handler:
             request = ChatRequest.model_validate_json(_body_bytes(event))
         except (ValidationError, ValueError) as error:
             logger.info("Rejected chat request", extra={"reason": type(error).__name__})
-            return _error(HTTPStatus.BAD_REQUEST, "invalid_request", 'the body must be JSON like {"message": "..."}',
-                          details=_validation_details(error))
+            return _error(
+                HTTPStatus.BAD_REQUEST,
+                "invalid_request",
+                'the body must be JSON like {"message": "..."}',
+                details=_validation_details(error),
+            )
         try:
             result = asyncio.run(_run_turn(service, user_id, request.message))
-        except MessageTooLarge as error:
+        except MessageTooLargeError as error:
             return _error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "message_too_large", str(error))
-        except InvalidMessage as error:
+        except InvalidMessageError as error:
             return _error(HTTPStatus.BAD_REQUEST, "invalid_message", str(error))
         except StoreError:
             logger.exception("Could not store the user's message")
-            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "store_unavailable", "your message could not be saved; please try again")
-        except ModelUnavailable as error:
+            return _error(
+                HTTPStatus.SERVICE_UNAVAILABLE, "store_unavailable", "your message could not be saved; please try again"
+            )
+        except ModelUnavailableError as error:
             return _error(HTTPStatus.BAD_GATEWAY, "model_unavailable", str(error))
         logger.info("Turn completed", extra={"reply_chars": len(result.reply)})
         return _response(
@@ -105,7 +111,10 @@ def make_handler(service: TurnService) -> Handler:
 def _validation_details(error: Exception) -> list[dict[str, Any]]:
     if not isinstance(error, ValidationError):
         return [{"msg": "the body is not valid base64"}]
-    return [{"loc": list(item["loc"]), "msg": item["msg"], "type": item["type"]} for item in error.errors(include_input=False)]
+    return [
+        {"loc": list(item["loc"]), "msg": item["msg"], "type": item["type"]}
+        for item in error.errors(include_input=False)
+    ]
 
 
 lambda_handler = make_handler(build_turn_service(Settings.from_env()))

@@ -60,7 +60,11 @@ def coach_reply(system: str, conversation: Sequence[Turn]) -> str:
     elif last.role == "user":
         parts.append(f"Thanks, noted: “{_quote(last.text)}”.")
     if len(answers) > 1:
-        parts.append("So far: " + "; ".join(f"{key.replace('_', ' ')}: “{_quote(value)}”" for key, value in answers.items()) + ".")
+        parts.append(
+            "So far: "
+            + "; ".join(f"{key.replace('_', ' ')}: “{_quote(value)}”" for key, value in answers.items())
+            + "."
+        )
     open_questions = [question for key, question in fields if key not in answers and key not in known]
     if open_questions:
         parts.append(open_questions[0])

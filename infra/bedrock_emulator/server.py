@@ -50,7 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Silence per-request logging (it would print message text)."""
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+    def do_POST(self) -> None:
         body_bytes = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         route = _ROUTE.match(self.path.split("?", 1)[0])
         if route is None:

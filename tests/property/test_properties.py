@@ -2,7 +2,7 @@
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -15,7 +15,7 @@ from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.context import OnboardingAgentContext
 from onboarding.conversation import message_texts
 from onboarding.orchestrator import OnboardingAgentOrchestrator
-from onboarding.store import ConversationStore, StoredMessage
+from onboarding.store import ConversationStore, Role, StoredMessage
 
 from .strategies import alternating_history, content, history, long_content, messy_history
 
@@ -23,7 +23,9 @@ agent_class = st.sampled_from(list(AGENT_CLASSES.values()))
 WINDOW = BaseOnboardingAgent.HISTORY_WINDOW
 
 
-def _agent(cls: type[BaseOnboardingAgent], llm: BaseChatModel, entries: Sequence[Mapping[str, Any]]) -> BaseOnboardingAgent:
+def _agent(
+    cls: type[BaseOnboardingAgent], llm: BaseChatModel, entries: Sequence[Mapping[str, Any]]
+) -> BaseOnboardingAgent:
     return cls(OnboardingAgentContext(user_id="test-user", conversation_history=list(entries), agent_context={}), llm)
 
 
@@ -43,7 +45,9 @@ def _expected_texts(entries: Sequence[Mapping[str, Any]], message: str) -> list[
 @pytest.mark.property
 @settings(max_examples=100)
 @given(cls=agent_class, user_message=content, entries=history)
-def test_property_1_message_structure_invariant(llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, str]]) -> None:
+def test_property_1_message_structure_invariant(
+    llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, str]]
+) -> None:
     # Feature: onboarding-conversation-memory, Property 1: Message Structure Invariant
     """For any user message and agent context, _build_messages() returns a SystemMessage first and a
     HumanMessage carrying the user's message last. (Validates R3.3, R3.6.)"""
@@ -57,7 +61,9 @@ def test_property_1_message_structure_invariant(llm: BaseChatModel, cls: type[Ba
 @pytest.mark.property
 @settings(max_examples=100)
 @given(cls=agent_class, user_message=content, entries=history)
-def test_property_2_history_inclusion_with_limiting(llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, str]]) -> None:
+def test_property_2_history_inclusion_with_limiting(
+    llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, str]]
+) -> None:
     # Feature: onboarding-conversation-memory, Property 2: Conversation History Inclusion with Limiting
     """For any context with history, _build_messages() includes the history (at most the last 15
     messages) between the system prompt and the current message. (Validates R3.4, R3.5.)"""
@@ -70,7 +76,9 @@ def test_property_2_history_inclusion_with_limiting(llm: BaseChatModel, cls: typ
 @pytest.mark.property
 @settings(max_examples=100)
 @given(cls=agent_class, user_message=content, entries=alternating_history(max_pairs=7))
-def test_property_3_history_format_conversion(llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, str]]) -> None:
+def test_property_3_history_format_conversion(
+    llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, str]]
+) -> None:
     # Feature: onboarding-conversation-memory, Property 3: History Format Conversion
     """For any valid history, each dict becomes the matching LangChain type (HumanMessage for
     "user", AIMessage for "assistant") with the same content. (Validates R3.7.)"""
@@ -85,7 +93,9 @@ def test_property_3_history_format_conversion(llm: BaseChatModel, cls: type[Base
 @pytest.mark.property
 @settings(max_examples=100)
 @given(entries=history)
-async def test_property_4_orchestrator_loading_ordering_and_limiting(store: ConversationStore, orchestrator: OnboardingAgentOrchestrator, entries: list[dict[str, str]]) -> None:
+async def test_property_4_orchestrator_loading_ordering_and_limiting(
+    store: ConversationStore, orchestrator: OnboardingAgentOrchestrator, entries: list[dict[str, str]]
+) -> None:
     # Feature: onboarding-conversation-memory, Property 4: Orchestrator Message Loading with Ordering and Limiting
     """For any user's stored messages, the orchestrator loads at most the LAST 20, ordered by
     created_at ascending. (Validates R4.2, R4.3, R6.1.)"""
@@ -108,7 +118,11 @@ def test_property_5_orchestrator_format_transformation(entries: list[dict[str, s
     stored message. (Validates R4.4.)"""
     from datetime import UTC, datetime
 
-    messages = [StoredMessage(f"{i:013d}-abc", e["role"], e["content"], datetime.now(UTC)) for i, e in enumerate(entries)]  # type: ignore[arg-type]
+    roles: list[Role] = [cast(Role, e["role"]) for e in entries]
+    messages = [
+        StoredMessage(f"{i:013d}-abc", role, e["content"], datetime.now(UTC))
+        for i, (role, e) in enumerate(zip(roles, entries, strict=True))
+    ]
     formatted = OnboardingAgentOrchestrator._format_history(messages)
     assert formatted == [{"role": m.role, "content": m.content} for m in messages]
     assert all(set(entry) == {"role", "content"} for entry in formatted)
@@ -116,8 +130,12 @@ def test_property_5_orchestrator_format_transformation(entries: list[dict[str, s
 
 @pytest.mark.property
 @settings(max_examples=100)
-@given(cls=agent_class, user_message=content, entries=alternating_history(max_pairs=30).filter(lambda h: len(h) > WINDOW))
-def test_property_6_limiting_preserves_recency(llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, str]]) -> None:
+@given(
+    cls=agent_class, user_message=content, entries=alternating_history(max_pairs=30).filter(lambda h: len(h) > WINDOW)
+)
+def test_property_6_limiting_preserves_recency(
+    llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, str]]
+) -> None:
     # Feature: onboarding-conversation-memory, Property 6: History Limiting Preserves Recency
     """For any history over the limit, only the most recent messages are included, oldest to
     newest. (Validates R6.2, R6.3, R6.4; the orchestrator's 20 is covered by Property 4.)"""
@@ -133,7 +151,11 @@ def test_property_6_limiting_preserves_recency(llm: BaseChatModel, cls: type[Bas
 @settings(max_examples=100)
 @given(cls=agent_class, texts=st.lists(long_content, min_size=1, max_size=6), user_message=long_content)
 async def test_property_7_message_content_preservation(
-    store: ConversationStore, orchestrator: OnboardingAgentOrchestrator, cls: type[BaseOnboardingAgent], texts: list[str], user_message: str
+    store: ConversationStore,
+    orchestrator: OnboardingAgentOrchestrator,
+    cls: type[BaseOnboardingAgent],
+    texts: list[str],
+    user_message: str,
 ) -> None:
     # Feature: onboarding-conversation-memory, Property 7: Message Content Preservation
     """For any message, storing, loading, formatting and message building never truncate or modify
@@ -151,7 +173,11 @@ async def test_property_7_message_content_preservation(
 @settings(max_examples=100)
 @given(cls=agent_class, user_message=content, entries=messy_history)
 def test_property_8_bedrock_valid_message_lists(
-    llm: BaseChatModel, emulator: BedrockEmulator, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, Any]]
+    llm: BaseChatModel,
+    emulator: BedrockEmulator,
+    cls: type[BaseOnboardingAgent],
+    user_message: str,
+    entries: list[dict[str, Any]],
 ) -> None:
     # Feature: onboarding-conversation-memory, Property 8: Bedrock-valid message lists
     """For any history, malformed and blank entries included, the list sent to the model is the

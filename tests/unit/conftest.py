@@ -19,7 +19,10 @@ TABLE = "onboarding-memory-test"
 
 
 @pytest.fixture
-def dynamodb() -> Iterator[object]:
+def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    # In-process moto; an endpoint left by a running local stack must not redirect these calls.
+    monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB", raising=False)
+    monkeypatch.setenv("TABLE_NAME", TABLE)
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         client.create_table(**table_create_request("ConversationTable", TABLE))

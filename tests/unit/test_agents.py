@@ -21,7 +21,10 @@ async def test_agent_streams_the_reply_to_its_built_messages(
     """R5.1-R5.5: stream_response sends _build_messages(message) and yields the model's chunks."""
     context = OnboardingAgentContext(
         user_id="u",
-        conversation_history=[{"role": "user", "content": "I'm a beginner"}, {"role": "assistant", "content": "Noted."}],
+        conversation_history=[
+            {"role": "user", "content": "I'm a beginner"},
+            {"role": "assistant", "content": "Noted."},
+        ],
     )
     agent = AGENT_CLASSES[agent_type](context, llm)
     chunks = [chunk async for chunk in agent.stream_response("How many pushups should I do?")]
@@ -30,9 +33,12 @@ async def test_agent_streams_the_reply_to_its_built_messages(
     (request,) = emulator.requests
     built = agent._build_messages("How many pushups should I do?")
     assert request.system_text == built[0].content
-    assert [(turn.role, turn.text) for turn in request.conversation] == [
-        ("user" if message.type == "human" else "assistant", "\n".join(message_texts(message)))  # type: ignore[arg-type]
-        for message in built[1:]
-    ]
+    assert (
+        [(turn.role, turn.text) for turn in request.conversation]
+        == [
+            ("user" if message.type == "human" else "assistant", "\n".join(message_texts(message)))  # type: ignore[arg-type]
+            for message in built[1:]
+        ]
+    )
     first_question = STEP_PROMPTS[agent_type].fields[0].question
     assert "".join(chunks).endswith(first_question)

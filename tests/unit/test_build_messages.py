@@ -12,13 +12,19 @@ from onboarding.conversation import message_texts
 from onboarding.state import OnboardingAgentType
 
 
-def _agent(llm: BaseChatModel, history: list[dict[str, object]], agent_context: dict[str, object] | None = None) -> FitnessAssessmentAgent:
-    return FitnessAssessmentAgent(OnboardingAgentContext(user_id="u", conversation_history=history, agent_context=agent_context or {}), llm)
+def _agent(
+    llm: BaseChatModel, history: list[dict[str, object]], agent_context: dict[str, object] | None = None
+) -> FitnessAssessmentAgent:
+    return FitnessAssessmentAgent(
+        OnboardingAgentContext(user_id="u", conversation_history=history, agent_context=agent_context or {}), llm
+    )
 
 
 def test_constructor_keeps_the_context(llm: BaseChatModel) -> None:
     """R2.1-R2.4: the agent takes the context and exposes history and agent_context through it."""
-    context = OnboardingAgentContext(user_id="u", conversation_history=[{"role": "user", "content": "hi"}], agent_context={"k": {"v": 1}})
+    context = OnboardingAgentContext(
+        user_id="u", conversation_history=[{"role": "user", "content": "hi"}], agent_context={"k": {"v": 1}}
+    )
     agent = FitnessAssessmentAgent(context, llm)
     assert agent.context is context
     assert agent.context.conversation_history[0]["content"] == "hi"
@@ -61,7 +67,9 @@ def test_malformed_entries_are_skipped_with_a_warning(llm: BaseChatModel, caplog
 
 def test_only_the_last_15_history_messages_are_used(llm: BaseChatModel) -> None:
     """R3.5 / R6.2."""
-    history: list[dict[str, object]] = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(40)]
+    history: list[dict[str, object]] = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(40)
+    ]
     messages = _agent(llm, history)._build_messages("now")
     texts = [t for m in messages[1:] for t in message_texts(m)]  # type: ignore[arg-type]
     # The window is m25..m39; m25 is an assistant turn and is dropped so the list starts with a user.
@@ -70,7 +78,11 @@ def test_only_the_last_15_history_messages_are_used(llm: BaseChatModel) -> None:
 
 def test_history_ending_with_a_user_turn_is_merged_not_doubled(llm: BaseChatModel) -> None:
     """Property 8 example: an unanswered user turn (a failed reply) and the new message."""
-    history: list[dict[str, object]] = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "lost reply"}]
+    history: list[dict[str, object]] = [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "lost reply"},
+    ]
     messages = _agent(llm, history)._build_messages("again")
     assert [type(m) for m in messages] == [SystemMessage, HumanMessage, AIMessage, HumanMessage]
     assert message_texts(messages[-1]) == ["lost reply", "again"]  # type: ignore[arg-type]

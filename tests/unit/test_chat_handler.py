@@ -21,7 +21,7 @@ CONTEXT = LocalLambdaContext(function_name="ChatFunction", aws_request_id="req-1
 
 
 def _event(body: str | None, sub: str | None = "user-1", base64_encoded: bool = False) -> dict[str, Any]:
-    event = json.loads(json.dumps(SAMPLE_EVENT))
+    event: dict[str, Any] = json.loads(json.dumps(SAMPLE_EVENT))
     event["body"] = body
     event["isBase64Encoded"] = base64_encoded
     if sub is None:
@@ -34,7 +34,8 @@ def _event(body: str | None, sub: str | None = "user-1", base64_encoded: bool = 
 def _call(service: TurnService, event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     response = make_handler(service)(event, CONTEXT)  # type: ignore[arg-type]
     assert response["headers"]["Content-Type"] == "application/json"
-    return response["statusCode"], json.loads(response["body"])
+    body: dict[str, Any] = json.loads(response["body"])
+    return response["statusCode"], body
 
 
 def test_sample_event_gets_a_reply(service: TurnService, store: ConversationStore) -> None:
@@ -69,7 +70,9 @@ def test_no_identity_is_401_and_nothing_is_stored(service: TurnService, store: C
         (base64.b64encode(b'{"message": "\xff\xfe"}').decode(), True),
     ],
 )
-def test_bad_bodies_are_400_with_a_clear_error(service: TurnService, store: ConversationStore, body: str | None, base64_encoded: bool) -> None:
+def test_bad_bodies_are_400_with_a_clear_error(
+    service: TurnService, store: ConversationStore, body: str | None, base64_encoded: bool
+) -> None:
     status, payload = _call(service, _event(body, base64_encoded=base64_encoded))
     assert status == 400
     assert payload["error"] == "invalid_request"
@@ -84,14 +87,19 @@ def test_base64_bodies_are_decoded(service: TurnService) -> None:
     assert payload["reply"]
 
 
-@pytest.mark.parametrize(("message", "status", "code"), [("   ", 400, "invalid_message"), ("x" * 40_000, 413, "message_too_large"), ("\ud800", 400, "invalid_request")])
+@pytest.mark.parametrize(
+    ("message", "status", "code"),
+    [("   ", 400, "invalid_message"), ("x" * 40_000, 413, "message_too_large"), ("\ud800", 400, "invalid_request")],
+)
 def test_invalid_messages(service: TurnService, store: ConversationStore, message: str, status: int, code: str) -> None:
     got_status, payload = _call(service, _event(json.dumps({"message": message})))
     assert (got_status, payload["error"]) == (status, code)
     assert store.load_turn_context("user-1").messages == ()
 
 
-def test_model_failure_is_502_and_the_user_turn_is_kept(service: TurnService, store: ConversationStore, emulator: BedrockEmulator) -> None:
+def test_model_failure_is_502_and_the_user_turn_is_kept(
+    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
     emulator.queue_fault(Fault("stream_error", after_chunks=2))
     status, payload = _call(service, _event(json.dumps({"message": "hello"})))
     assert (status, payload["error"]) == (502, "model_unavailable")

@@ -72,7 +72,7 @@ def test_agent_context_is_deeply_frozen() -> None:
 def test_invalid_context_is_rejected(arguments: dict[str, object]) -> None:
     """Spec error handling: invalid types and missing fields raise ValidationError."""
     with pytest.raises(ValidationError):
-        OnboardingAgentContext(**arguments)  # type: ignore[arg-type]
+        OnboardingAgentContext(**arguments)
 
 
 def test_serialises_back_to_plain_lists_and_dicts() -> None:

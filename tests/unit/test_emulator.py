@@ -1,11 +1,12 @@
 """The Bedrock emulator: wire format, Bedrock's validation rules, and the scripted coach."""
 
 import io
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, cast
 
 import boto3
-from botocore.config import Config
 import pytest
+from botocore.config import Config
 from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError
 
@@ -18,9 +19,16 @@ from onboarding.state import OnboardingAgentType
 
 def test_frames_decode_with_botocores_own_parser() -> None:
     buffer = EventStreamBuffer()
-    buffer.add_data(encode_event("contentBlockDelta", {"delta": {"text": "héllo 😀"}}) + encode_exception("throttlingException", "slow down"))
-    first, second = list(buffer)
-    assert first.headers == {":event-type": "contentBlockDelta", ":content-type": "application/json", ":message-type": "event"}
+    buffer.add_data(
+        encode_event("contentBlockDelta", {"delta": {"text": "héllo 😀"}})
+        + encode_exception("throttlingException", "slow down")
+    )
+    first, second = list(cast(Iterable[Any], buffer))
+    assert first.headers == {
+        ":event-type": "contentBlockDelta",
+        ":content-type": "application/json",
+        ":message-type": "event",
+    }
     assert first.payload.decode() == '{"delta": {"text": "h\\u00e9llo \\ud83d\\ude00"}}'
     assert second.headers[":exception-type"] == "throttlingException"
 
@@ -52,7 +60,9 @@ def _assistant(text: str) -> dict[str, Any]:
         ([{"role": "user", "content": []}], "is empty"),
     ],
 )
-def test_invalid_conversations_are_rejected_like_bedrock(emulator: BedrockEmulator, messages: list[dict[str, Any]], fragment: str) -> None:
+def test_invalid_conversations_are_rejected_like_bedrock(
+    emulator: BedrockEmulator, messages: list[dict[str, Any]], fragment: str
+) -> None:
     with pytest.raises(ClientError) as raised:
         _client(emulator).converse_stream(modelId="anthropic.test", messages=messages)
     assert raised.value.response["Error"]["Code"] == "ValidationException"
@@ -79,7 +89,10 @@ def test_a_valid_stream_has_bedrocks_event_sequence(emulator: BedrockEmulator) -
 
 def test_converse_without_streaming_answers_too(emulator: BedrockEmulator) -> None:
     response = _client(emulator).converse(modelId="m", messages=[_user("hi")])
-    assert response["output"]["message"]["content"][0]["text"] == "Hi, I'm your coach! Let's start with your onboarding. How can I help you today?"
+    assert (
+        response["output"]["message"]["content"][0]["text"]
+        == "Hi, I'm your coach! Let's start with your onboarding. How can I help you today?"
+    )
 
 
 def test_unknown_paths_are_404(emulator: BedrockEmulator) -> None:
@@ -101,7 +114,13 @@ def test_coach_asks_the_first_question_first() -> None:
 
 
 def test_coach_moves_on_once_answered_and_quotes_the_answers() -> None:
-    conversation = [Turn("user", "hi"), Turn("assistant", QUESTIONS[0]), Turn("user", "advanced"), Turn("assistant", QUESTIONS[1]), Turn("user", "I swim")]
+    conversation = [
+        Turn("user", "hi"),
+        Turn("assistant", QUESTIONS[0]),
+        Turn("user", "advanced"),
+        Turn("assistant", QUESTIONS[1]),
+        Turn("user", "I swim"),
+    ]
     reply = coach_reply(SYSTEM, conversation)
     assert "“advanced”" in reply
     assert "“I swim”" in reply
@@ -114,7 +133,9 @@ def test_coach_without_the_history_re_asks() -> None:
 
 
 def test_coach_counts_already_known_fields_as_answered() -> None:
-    system = render_system_prompt(OnboardingAgentType.FITNESS_ASSESSMENT, {"fitness_assessment": {"fitness_level": "beginner"}})
+    system = render_system_prompt(
+        OnboardingAgentType.FITNESS_ASSESSMENT, {"fitness_assessment": {"fitness_level": "beginner"}}
+    )
     assert coach_reply(system, [Turn("user", "hi")]).endswith(QUESTIONS[1])
 
 
@@ -122,4 +143,6 @@ def test_coach_says_when_the_step_is_complete() -> None:
     conversation = [Turn("user", "hi")]
     for question in QUESTIONS:
         conversation += [Turn("assistant", question), Turn("user", "answer")]
-    assert coach_reply(SYSTEM, conversation).endswith("That's everything I need for the fitness assessment step, thank you!")
+    assert coach_reply(SYSTEM, conversation).endswith(
+        "That's everything I need for the fitness assessment step, thank you!"
+    )

@@ -14,7 +14,9 @@ from onboarding.store import ConversationStore
 from .conftest import TABLE
 
 
-async def test_orchestrator_loads_conversation_history(store: ConversationStore, orchestrator: OnboardingAgentOrchestrator) -> None:
+async def test_orchestrator_loads_conversation_history(
+    store: ConversationStore, orchestrator: OnboardingAgentOrchestrator
+) -> None:
     """The spec's example: R4.1, R4.4-R4.6."""
     for i in range(5):
         store.append_message("test-user", "user" if i % 2 == 0 else "assistant", f"Message {i}")
@@ -31,15 +33,25 @@ async def test_a_new_user_starts_with_the_fitness_assessment(orchestrator: Onboa
     assert list(agent.context.conversation_history) == []
 
 
-async def test_the_saved_state_picks_the_agent_and_its_context(store: ConversationStore, orchestrator: OnboardingAgentOrchestrator) -> None:
-    store.save_state("u", OnboardingState(current_agent=OnboardingAgentType.DIET_PLANNING, agent_context={"goal_setting": {"primary_goal": "fat loss"}}))
+async def test_the_saved_state_picks_the_agent_and_its_context(
+    store: ConversationStore, orchestrator: OnboardingAgentOrchestrator
+) -> None:
+    store.save_state(
+        "u",
+        OnboardingState(
+            current_agent=OnboardingAgentType.DIET_PLANNING,
+            agent_context={"goal_setting": {"primary_goal": "fat loss"}},
+        ),
+    )
     agent = await orchestrator.get_current_agent("u")
     assert isinstance(agent, DietPlanningAgent)
     assert agent.context.agent_context["goal_setting"]["primary_goal"] == "fat loss"
     assert "goal_setting.primary_goal: fat loss" in agent.get_system_prompt()
 
 
-async def test_only_the_newest_20_are_loaded(store: ConversationStore, orchestrator: OnboardingAgentOrchestrator) -> None:
+async def test_only_the_newest_20_are_loaded(
+    store: ConversationStore, orchestrator: OnboardingAgentOrchestrator
+) -> None:
     """R4.3 / R6.1 / R6.3 / R6.4."""
     for i in range(45):
         store.append_message("u", "user" if i % 2 == 0 else "assistant", f"m{i}")
@@ -47,7 +59,9 @@ async def test_only_the_newest_20_are_loaded(store: ConversationStore, orchestra
     assert [entry["content"] for entry in agent.context.conversation_history] == [f"m{i}" for i in range(25, 45)]
 
 
-async def test_read_failure_gives_empty_history_and_a_warning(dynamodb: Any, llm: BaseChatModel, caplog: pytest.LogCaptureFixture) -> None:
+async def test_read_failure_gives_empty_history_and_a_warning(
+    dynamodb: Any, llm: BaseChatModel, caplog: pytest.LogCaptureFixture
+) -> None:
     """Spec error handling, database query failures: empty history, the agent still works."""
     orchestrator = OnboardingAgentOrchestrator(ConversationStore(dynamodb, "missing-table"), llm)
     with caplog.at_level(logging.WARNING):

@@ -8,12 +8,17 @@ from onboarding.settings import DEFAULT_MODEL_ID, Settings
 
 
 def test_defaults_and_overrides() -> None:
-    settings = Settings.from_env({"TABLE_NAME": "t-1", "AWS_REGION": "eu-west-1", "BEDROCK_MAX_ATTEMPTS": "5", "HISTORY_LOAD_LIMIT": "30"})
+    settings = Settings.from_env(
+        {"TABLE_NAME": "t-1", "AWS_REGION": "eu-west-1", "BEDROCK_MAX_ATTEMPTS": "5", "HISTORY_LOAD_LIMIT": "30"}
+    )
     assert (settings.table_name, settings.region, settings.model_id) == ("t-1", "eu-west-1", DEFAULT_MODEL_ID)
     assert (settings.model_max_attempts, settings.history_load_limit) == (5, 30)
 
 
-@pytest.mark.parametrize("environ", [{}, {"TABLE_NAME": "t-1", "BEDROCK_MAX_ATTEMPTS": "zero"}, {"TABLE_NAME": "t-1", "BEDROCK_TEMPERATURE": "3"}])
+@pytest.mark.parametrize(
+    "environ",
+    [{}, {"TABLE_NAME": "t-1", "BEDROCK_MAX_ATTEMPTS": "zero"}, {"TABLE_NAME": "t-1", "BEDROCK_TEMPERATURE": "3"}],
+)
 def test_bad_configuration_fails_loudly(environ: dict[str, str]) -> None:
     with pytest.raises(ValidationError):
         Settings.from_env(environ)
@@ -22,8 +27,8 @@ def test_bad_configuration_fails_loudly(environ: dict[str, str]) -> None:
 def test_one_botocore_config_carries_retries_and_timeouts() -> None:
     settings = Settings(table_name="t-1", model_max_attempts=4, model_read_timeout_s=30)
     config = bedrock_client_config(settings)
-    assert config.retries == {"mode": "standard", "total_max_attempts": 4}
-    assert config.read_timeout == 30
+    assert config.retries == {"mode": "standard", "total_max_attempts": 4}  # type: ignore[attr-defined]
+    assert config.read_timeout == 30  # type: ignore[attr-defined]
     model = build_chat_model(settings)
     client_config = model.client.meta.config  # type: ignore[attr-defined]
     assert client_config.retries["mode"] == "standard"

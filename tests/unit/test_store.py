@@ -33,7 +33,9 @@ def test_a_new_user_has_initial_state_and_no_messages(store: ConversationStore) 
 
 
 def test_state_comes_back_with_the_messages_in_one_query(store: ConversationStore, dynamodb: Any) -> None:
-    state = OnboardingState(current_agent=OnboardingAgentType.DIET_PLANNING, agent_context={"goal_setting": {"primary_goal": "strength"}})
+    state = OnboardingState(
+        current_agent=OnboardingAgentType.DIET_PLANNING, agent_context={"goal_setting": {"primary_goal": "strength"}}
+    )
     store.save_state("u1", state)
     for i in range(25):
         store.append_message("u1", "user", f"m{i}")
@@ -78,7 +80,14 @@ def test_a_key_collision_never_overwrites(dynamodb: Any, monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize(
     "content",
-    ["😀💪🏽 emoji with skin tone", "مرحبا، أنا مبتدئ", "עברית עם English mixed", "a" * 10_000, "x\u0000y\ttabs\nnewlines", "🏋️" * 2500],
+    [
+        "😀💪🏽 emoji with skin tone",
+        "مرحبا، أنا مبتدئ",
+        "עברית עם English mixed",
+        "a" * 10_000,
+        "x\u0000y\ttabs\nnewlines",
+        "🏋️" * 2500,
+    ],
 )
 def test_content_is_stored_byte_exact(store: ConversationStore, content: str) -> None:
     stored = store.append_message("u1", "user", content)
@@ -87,13 +96,24 @@ def test_content_is_stored_byte_exact(store: ConversationStore, content: str) ->
     assert loaded == stored
 
 
-def test_malformed_items_are_skipped_with_a_warning(store: ConversationStore, dynamodb: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_malformed_items_are_skipped_with_a_warning(
+    store: ConversationStore, dynamodb: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     store.append_message("u1", "user", "good one")
     for sk, extra in [
         ("MSG#0000000000001#aa", {}),
-        ("MSG#0000000000002#bb", {"role": {"S": "robot"}, "content": {"S": "x"}, "created_at": {"S": "2026-01-01T00:00:00+00:00"}}),
-        ("MSG#0000000000003#cc", {"role": {"S": "user"}, "content": {"N": "1"}, "created_at": {"S": "2026-01-01T00:00:00+00:00"}}),
-        ("MSG#0000000000004", {"role": {"S": "user"}, "content": {"S": "no suffix"}, "created_at": {"S": "2026-01-01T00:00:00+00:00"}}),
+        (
+            "MSG#0000000000002#bb",
+            {"role": {"S": "robot"}, "content": {"S": "x"}, "created_at": {"S": "2026-01-01T00:00:00+00:00"}},
+        ),
+        (
+            "MSG#0000000000003#cc",
+            {"role": {"S": "user"}, "content": {"N": "1"}, "created_at": {"S": "2026-01-01T00:00:00+00:00"}},
+        ),
+        (
+            "MSG#0000000000004",
+            {"role": {"S": "user"}, "content": {"S": "no suffix"}, "created_at": {"S": "2026-01-01T00:00:00+00:00"}},
+        ),
     ]:
         dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "USER#u1"}, "sk": {"S": sk}, **extra})
     with caplog.at_level(logging.WARNING):

@@ -5,10 +5,12 @@ import pytest
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.server import Fault
 from onboarding.store import ConversationStore
-from onboarding.turns import InvalidMessage, MessageTooLarge, ModelUnavailable, TurnService
+from onboarding.turns import InvalidMessageError, MessageTooLargeError, ModelUnavailableError, TurnService
 
 
-async def test_a_turn_stores_both_messages_and_streams_the_reply(service: TurnService, store: ConversationStore) -> None:
+async def test_a_turn_stores_both_messages_and_streams_the_reply(
+    service: TurnService, store: ConversationStore
+) -> None:
     turn = await service.start_turn("u", "Hello coach")
     chunks = [chunk async for chunk in turn]
     assert turn.result is not None
@@ -19,7 +21,9 @@ async def test_a_turn_stores_both_messages_and_streams_the_reply(service: TurnSe
     assert stored[1].message_id == turn.result.assistant_message.message_id
 
 
-async def test_the_reply_is_stored_only_after_the_stream_completes(service: TurnService, store: ConversationStore) -> None:
+async def test_the_reply_is_stored_only_after_the_stream_completes(
+    service: TurnService, store: ConversationStore
+) -> None:
     turn = await service.start_turn("u", "Hello")
     stream = turn.__aiter__()
     await anext(stream)
@@ -38,25 +42,27 @@ async def test_the_next_turn_sees_the_previous_ones(service: TurnService, emulat
 
 
 @pytest.mark.parametrize("message", ["", "   \n\t", "\u3000"])
-async def test_blank_messages_are_rejected_and_nothing_is_stored(service: TurnService, store: ConversationStore, message: str) -> None:
-    with pytest.raises(InvalidMessage, match="some text"):
+async def test_blank_messages_are_rejected_and_nothing_is_stored(
+    service: TurnService, store: ConversationStore, message: str
+) -> None:
+    with pytest.raises(InvalidMessageError, match="some text"):
         await service.start_turn("u", message)
     assert store.load_turn_context("u").messages == ()
 
 
 async def test_oversized_messages_are_rejected(service: TurnService, store: ConversationStore) -> None:
-    with pytest.raises(MessageTooLarge, match="limit is 32768"):
+    with pytest.raises(MessageTooLargeError, match="limit is 32768"):
         await service.start_turn("u", "é" * 20_000)
     assert store.load_turn_context("u").messages == ()
 
 
 async def test_lone_surrogates_are_rejected(service: TurnService) -> None:
-    with pytest.raises(InvalidMessage, match="lone surrogate"):
+    with pytest.raises(InvalidMessageError, match="lone surrogate"):
         await service.start_turn("u", "bad \ud800 text")
 
 
 async def test_a_missing_user_id_is_rejected(service: TurnService) -> None:
-    with pytest.raises(InvalidMessage, match="user id"):
+    with pytest.raises(InvalidMessageError, match="user id"):
         await service.start_turn("", "hello")
 
 
@@ -66,18 +72,24 @@ async def test_stream_failure_keeps_the_user_turn_and_stores_no_half_reply(
     emulator.queue_fault(Fault("stream_error", after_chunks=3))
     turn = await service.start_turn("u", "Hello")
     received: list[str] = []
-    with pytest.raises(ModelUnavailable):
+
+    async def consume() -> None:
         async for chunk in turn:
             received.append(chunk)
+
+    with pytest.raises(ModelUnavailableError):
+        await consume()
     assert len(received) == 3
     assert [(m.role, m.content) for m in store.load_turn_context("u").messages] == [("user", "Hello")]
     assert turn.result is None
 
 
-async def test_throttling_before_the_stream_is_a_model_error(service: TurnService, store: ConversationStore, emulator: BedrockEmulator) -> None:
+async def test_throttling_before_the_stream_is_a_model_error(
+    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
     emulator.queue_fault(Fault("throttle"))
     turn = await service.start_turn("u", "Hello")
-    with pytest.raises(ModelUnavailable):
+    with pytest.raises(ModelUnavailableError):
         await turn.collect()
     assert [m.role for m in store.load_turn_context("u").messages] == ["user"]
 
@@ -87,7 +99,7 @@ async def test_after_a_failed_reply_the_next_turn_is_still_valid_for_bedrock(
 ) -> None:
     """Two user turns in a row in the table are merged, so Bedrock accepts the next request."""
     emulator.queue_fault(Fault("throttle"))
-    with pytest.raises(ModelUnavailable):
+    with pytest.raises(ModelUnavailableError):
         await (await service.start_turn("u", "first try")).collect()
     result = await (await service.start_turn("u", "second try")).collect()
     assert result.assistant_message is not None

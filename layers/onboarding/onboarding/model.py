@@ -27,7 +27,7 @@ def build_chat_model(settings: Settings) -> BaseChatModel:
     from langchain_aws import ChatBedrockConverse
 
     return ChatBedrockConverse(
-        model=settings.model_id,
+        model_id=settings.model_id,
         region_name=settings.region,
         config=bedrock_client_config(settings),
         max_tokens=settings.model_max_tokens,

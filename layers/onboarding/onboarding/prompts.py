@@ -44,7 +44,10 @@ STEP_PROMPTS: Mapping[OnboardingAgentType, StepPrompt] = {
         title="Fitness assessment",
         purpose="Find out where the client is starting from, so every later plan is safe and realistic.",
         fields=(
-            CollectedField("fitness_level", "How would you describe your current fitness level: beginner, intermediate or advanced?"),
+            CollectedField(
+                "fitness_level",
+                "How would you describe your current fitness level: beginner, intermediate or advanced?",
+            ),
             CollectedField("current_activity", "What exercise do you do in a typical week right now?"),
             CollectedField("limitations", "Do you have any injuries, pain or health conditions I should plan around?"),
             CollectedField("age_and_body", "How old are you, and roughly what are your height and weight?"),
@@ -54,8 +57,13 @@ STEP_PROMPTS: Mapping[OnboardingAgentType, StepPrompt] = {
         title="Goal setting",
         purpose="Agree on one primary goal that is specific, measurable and has a time frame.",
         fields=(
-            CollectedField("primary_goal", "What is the main thing you want to achieve: lose fat, build muscle, get fitter, or something else?"),
-            CollectedField("target", "What would success look like in numbers, for example a weight, a distance or a lift?"),
+            CollectedField(
+                "primary_goal",
+                "What is the main thing you want to achieve: lose fat, build muscle, get fitter, or something else?",
+            ),
+            CollectedField(
+                "target", "What would success look like in numbers, for example a weight, a distance or a lift?"
+            ),
             CollectedField("timeline", "By when would you like to reach that?"),
             CollectedField("motivation", "Why does this goal matter to you right now?"),
         ),

@@ -107,9 +107,12 @@ class ConversationStore:
             sort_key = item.get("sk", {}).get("S", "")
             if sort_key == STATE_SORT_KEY:
                 state = self._parse_state(item) or state
-            elif sort_key.startswith(MESSAGE_PREFIX) and len(newest_first) < message_limit:
-                if (message := self._parse_message(item)) is not None:
-                    newest_first.append(message)
+            elif (
+                sort_key.startswith(MESSAGE_PREFIX)
+                and len(newest_first) < message_limit
+                and (message := self._parse_message(item)) is not None
+            ):
+                newest_first.append(message)
         return LoadedTurnContext(state=state, messages=tuple(reversed(newest_first)))
 
     def append_message(self, user_id: str, role: Role, content: str) -> StoredMessage:

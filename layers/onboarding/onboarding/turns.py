@@ -14,15 +14,15 @@ from onboarding.store import ConversationStore, StoredMessage
 logger = Logger(child=True)
 
 
-class InvalidMessage(ValueError):
+class InvalidMessageError(ValueError):
     """The user's message cannot be accepted as it is; nothing was stored."""
 
 
-class MessageTooLarge(InvalidMessage):
+class MessageTooLargeError(InvalidMessageError):
     """The user's message is over the configured size limit; nothing was stored."""
 
 
-class ModelUnavailable(RuntimeError):
+class ModelUnavailableError(RuntimeError):
     """The model failed before finishing its reply. The user's message is stored; no reply is."""
 
 
@@ -35,19 +35,21 @@ class TurnResult:
 
 def validate_message(message: str, max_bytes: int) -> None:
     if is_blank(message):
-        raise InvalidMessage("message must contain some text")
+        raise InvalidMessageError("message must contain some text")
     try:
         size = len(message.encode("utf-8"))
     except UnicodeEncodeError as error:
-        raise InvalidMessage("message is not valid Unicode text (it contains a lone surrogate)") from error
+        raise InvalidMessageError("message is not valid Unicode text (it contains a lone surrogate)") from error
     if size > max_bytes:
-        raise MessageTooLarge(f"message is {size} bytes of UTF-8; the limit is {max_bytes}")
+        raise MessageTooLargeError(f"message is {size} bytes of UTF-8; the limit is {max_bytes}")
 
 
 class Turn:
     """A turn in progress. Iterate it for the reply's chunks; `result` is set once it finished."""
 
-    def __init__(self, agent: BaseOnboardingAgent, store: ConversationStore, message: str, user_message: StoredMessage) -> None:
+    def __init__(
+        self, agent: BaseOnboardingAgent, store: ConversationStore, message: str, user_message: StoredMessage
+    ) -> None:
         self._agent = agent
         self._store = store
         self._message = message
@@ -64,7 +66,7 @@ class Turn:
                 yield chunk
         except Exception as error:
             logger.error("Model stream failed", extra={"chunks_received": len(parts)}, exc_info=True)
-            raise ModelUnavailable("the coach could not finish its reply; please try again") from error
+            raise ModelUnavailableError("the coach could not finish its reply; please try again") from error
         reply = "".join(parts)
         assistant_message = None
         if is_blank(reply):
@@ -83,14 +85,17 @@ class Turn:
         """Run the whole turn without streaming and return its result."""
         async for _ in self:
             pass
-        assert self.result is not None
+        if self.result is None:  # unreachable: a completed stream always sets the result
+            raise RuntimeError("the turn finished without a result")
         return self.result
 
 
 class TurnService:
     """The domain entry point handlers call: one method per turn."""
 
-    def __init__(self, orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, max_message_bytes: int) -> None:
+    def __init__(
+        self, orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, max_message_bytes: int
+    ) -> None:
         self._orchestrator = orchestrator
         self._store = store
         self._max_message_bytes = max_message_bytes
@@ -102,7 +107,7 @@ class TurnService:
         also part of its own history.
         """
         if not user_id:
-            raise InvalidMessage("a user id is required")
+            raise InvalidMessageError("a user id is required")
         validate_message(message, self._max_message_bytes)
         agent = await self._orchestrator.get_current_agent(user_id)
         user_message = await asyncio.to_thread(self._store.append_message, user_id, "user", message)

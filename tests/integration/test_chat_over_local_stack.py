@@ -1,0 +1,115 @@
+"""The chat function end to end over real HTTP: handler -> store -> local DynamoDB server,
+model -> Bedrock emulator. The function is loaded from template.yaml as Lambda would load it."""
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from infra.invoke import invoke
+from infra.local_stack import LocalStack
+from onboarding.prompts import STEP_PROMPTS
+from onboarding.settings import Settings
+from onboarding.state import OnboardingAgentType
+from onboarding.wiring import build_store
+
+SAMPLE_EVENT = json.loads((Path(__file__).parents[2] / "events" / "chat_message.json").read_text(encoding="utf-8"))
+QUESTIONS = [field.question for field in STEP_PROMPTS[OnboardingAgentType.FITNESS_ASSESSMENT].fields]
+
+
+def _chat(user_id: str, message: str) -> dict[str, Any]:
+    event = json.loads(json.dumps(SAMPLE_EVENT))
+    event["requestContext"]["authorizer"]["claims"]["sub"] = user_id
+    event["body"] = json.dumps({"message": message})
+    response = invoke("ChatFunction", event)
+    assert response["statusCode"] == 200, response["body"]
+    body: dict[str, Any] = json.loads(response["body"])
+    return body
+
+
+def test_turn_n_sees_turns_1_to_n_minus_1(local_stack: LocalStack, user_id: str) -> None:
+    said = [
+        "Hi!",
+        "Intermediate, I think",
+        "I cycle to work and lift twice a week",
+        "A stiff left shoulder",
+        "34, 180 cm, 82 kg",
+    ]
+    replies: list[str] = []
+    for turn_number, message in enumerate(said, start=1):
+        before = len(local_stack.bedrock.requests)
+        replies.append(_chat(user_id, message)["reply"])
+        (request,) = local_stack.bedrock.requests[before:]
+        expected = [("user", said[0])]
+        for earlier_reply, next_message in zip(replies[: turn_number - 1], said[1:turn_number], strict=True):
+            expected += [("assistant", earlier_reply), ("user", next_message)]
+        assert [(t.role, t.text) for t in request.conversation] == expected
+    # The coach moved through the questions instead of re-asking them, and quotes what it heard.
+    for question, reply in zip(QUESTIONS, replies, strict=False):
+        assert reply.endswith(question)
+    assert "That's everything I need" in _chat(user_id, "Thanks!")["reply"]
+    assert "“A stiff left shoulder”" in replies[-1]
+
+
+def test_both_turns_are_in_the_table_byte_exact(local_stack: LocalStack, user_id: str) -> None:
+    message = "مرحبا 👋🏽 " + "ق" * 5_000
+    body = _chat(user_id, message)
+    stored = build_store(Settings.from_env()).load_turn_context(user_id).messages
+    assert [(m.message_id, m.role) for m in stored] == [
+        (body["userMessageId"], "user"),
+        (body["assistantMessageId"], "assistant"),
+    ]
+    assert stored[0].content.encode() == message.encode()
+    assert stored[1].content == body["reply"]
+
+
+def test_the_table_is_reached_only_through_the_standard_variable(local_stack: LocalStack, user_id: str) -> None:
+    _chat(user_id, "hello")
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=local_stack.dynamodb.url)
+    items = client.query(
+        TableName=local_stack.table_name,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"USER#{user_id}"}},
+    )["Items"]
+    assert len(items) == 2
+
+
+def test_concurrent_turns_for_one_user_lose_nothing(local_stack: LocalStack, user_id: str) -> None:
+    """Twenty turns at once for the same user: forty messages stored, none overwritten."""
+    errors: list[BaseException] = []
+
+    def one_turn(index: int) -> None:
+        try:
+            _chat(user_id, f"message {index}")
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=one_turn, args=(i,)) for i in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    stored = build_store(Settings.from_env()).load_turn_context(user_id, message_limit=100).messages
+    assert sorted(m.content for m in stored if m.role == "user") == sorted(f"message {i}" for i in range(20))
+    assert sum(m.role == "assistant" for m in stored) == 20
+    assert len({m.message_id for m in stored}) == 40
+
+
+def test_the_table_survives_a_restart(tmp_path: Path) -> None:
+    """What the terminal chat relies on: stop the stack, start it again, the memory is there."""
+    data_file = tmp_path / "table.jsonl"
+    with LocalStack(data_file):
+        # A store built inside this stack (the warm chat function still points at the session's).
+        store = build_store(Settings.from_env())
+        written = [
+            store.append_message("restart-user", "user", "I'm a beginner 🏃"),
+            store.append_message("restart-user", "assistant", "Noted!"),
+        ]
+    assert data_file.exists()
+    with LocalStack(data_file):
+        assert build_store(Settings.from_env()).load_turn_context("restart-user").messages == tuple(written)
+    with LocalStack(None):
+        assert build_store(Settings.from_env()).load_turn_context("restart-user").messages == ()
