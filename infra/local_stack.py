@@ -12,6 +12,7 @@ Run `python -m infra.local_stack` to keep one running in the foreground for othe
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -46,13 +47,17 @@ class LocalDynamoDB:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        # A server listening on every interface is still reached through loopback from here.
+        return f"http://{'127.0.0.1' if self.host == '0.0.0.0' else self.host}:{self.port}"  # noqa: S104
 
     def start(self, timeout_s: float = 30.0) -> "LocalDynamoDB":
         self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            # Its own session: a Ctrl-C in the terminal reaches only us, so the table can still be
+            # saved from the running server before we stop it.
+            start_new_session=True,
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -86,11 +91,12 @@ class LocalStack:
         table_name: str = DEFAULT_TABLE_NAME,
         dynamodb_port: int | None = None,
         bedrock_port: int = 0,
+        host: str = "127.0.0.1",
     ) -> None:
         self.data_file = data_file
         self.table_name = table_name
-        self.dynamodb = LocalDynamoDB(port=dynamodb_port)
-        self.bedrock = BedrockEmulator(port=bedrock_port, chunk_delay_s=chunk_delay_s)
+        self.dynamodb = LocalDynamoDB(host=host, port=dynamodb_port)
+        self.bedrock = BedrockEmulator(host=host, port=bedrock_port, chunk_delay_s=chunk_delay_s)
         self._saved_env: dict[str, str | None] = {}
 
     @property
@@ -172,19 +178,35 @@ class LocalStack:
                 pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems", {})
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """Stop once; further signals (a wrapper such as `uv run` forwards its own) must not cut the save."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dynamodb-port", type=int, default=8000)
     parser.add_argument("--bedrock-port", type=int, default=8001)
     parser.add_argument("--data-file", type=Path, default=Path(".local/dynamodb.jsonl"))
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 lets `sam local invoke` containers reach it"
+    )
     arguments = parser.parse_args()
     with LocalStack(
-        arguments.data_file, 0.02, dynamodb_port=arguments.dynamodb_port, bedrock_port=arguments.bedrock_port
+        arguments.data_file,
+        0.02,
+        dynamodb_port=arguments.dynamodb_port,
+        bedrock_port=arguments.bedrock_port,
+        host=arguments.host,
     ) as stack:
         print("Local stack running. Point your process at it with:")
         for name, value in stack.environment.items():
             print(f"  export {name}={value}")
         print("Ctrl-C stops it and saves the table.")
+        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, _interrupt)
         try:
             while True:
                 time.sleep(5)

@@ -167,7 +167,8 @@ class BedrockEmulator:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        reachable = "127.0.0.1" if host == "0.0.0.0" else host  # noqa: S104 - only compared, never bound here
+        return f"http://{reachable!s}:{port}"
 
     @property
     def requests(self) -> list[RecordedRequest]:

@@ -2,11 +2,13 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from infra.local_stack import free_port
 from onboarding.prompts import STEP_PROMPTS
 from onboarding.state import OnboardingAgentType
 
@@ -127,3 +129,34 @@ def test_invoke_the_chat_function_with_an_event_file(tmp_path: Path) -> None:
     assert body["reply"].endswith(QUESTIONS[0])
     assert body["userMessageId"]
     assert body["assistantMessageId"]
+
+
+def test_the_standalone_stack_serves_another_process_and_saves_on_sigterm(tmp_path: Path) -> None:
+    """What `sam local invoke --env-vars events/env.local.json` relies on, minus the container."""
+    data_file = tmp_path / "standalone.jsonl"
+    dynamodb_port, bedrock_port = free_port(), free_port()
+    stack = subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "infra.local_stack", "--data-file", str(data_file),
+         "--dynamodb-port", str(dynamodb_port), "--bedrock-port", str(bedrock_port)],
+        stdout=subprocess.PIPE, text=True, cwd=REPO,
+    )  # fmt: skip
+    try:
+        assert stack.stdout is not None
+        assert "Local stack running" in stack.stdout.readline()
+        environment = {
+            **os.environ,
+            "AWS_ENDPOINT_URL_DYNAMODB": f"http://127.0.0.1:{dynamodb_port}",
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": f"http://127.0.0.1:{bedrock_port}",
+            "TABLE_NAME": "onboarding-memory-local",
+        }
+        completed = subprocess.run(
+            [sys.executable, "-m", "infra.invoke", "ChatFunction", "-e", "events/chat_message.json", "--aws"],
+            capture_output=True, text=True, cwd=REPO, env=environment, timeout=120, check=False,
+        )  # fmt: skip
+        assert completed.returncode == 0, completed.stderr[-2000:]
+        assert '"statusCode": 200' in completed.stdout
+    finally:
+        stack.send_signal(signal.SIGTERM)
+        assert stack.wait(timeout=60) == 0
+    saved = [json.loads(line) for line in data_file.read_text(encoding="utf-8").splitlines()]
+    assert sorted(item["role"]["S"] for item in saved) == ["assistant", "user"]
