@@ -21,10 +21,11 @@ _CHUNK = re.compile(r"\S+\s*|\s+")
 
 @dataclass(frozen=True)
 class Fault:
-    """A failure the next request meets: `throttle` answers 429 before any event;
-    `stream_error` sends `modelStreamErrorException` after `after_chunks` text chunks."""
+    """What the next request meets: `throttle` answers 429 before any event; `stream_error`
+    sends `modelStreamErrorException` after `after_chunks` text chunks; `empty_reply` streams a
+    complete message with no text (a model may do that, e.g. when it stops at once)."""
 
-    kind: Literal["throttle", "stream_error"]
+    kind: Literal["throttle", "stream_error", "empty_reply"]
     after_chunks: int = 0
 
 
@@ -75,7 +76,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "throttle":
             self._error(429, "ThrottlingException", "Too many requests, please wait before trying again.")
             return
-        reply = coach_reply(request.system_text, request.conversation)
+        reply = "" if fault is not None and fault.kind == "empty_reply" else coach_reply(request.system_text, request.conversation)
         if operation == "converse":
             self._converse(reply)
         else:

@@ -102,6 +102,17 @@ def test_system_prompt_names_the_fields_and_what_is_known(llm: BaseChatModel) ->
     assert "completed_at" not in prompt
 
 
+def test_system_prompt_ignores_agent_context_entries_that_are_not_mappings(llm: BaseChatModel) -> None:
+    agent = _agent(llm, [], {"notes": "a plain string", "goal_setting": {"timeline": "12 weeks"}})
+    prompt = agent.get_system_prompt()
+    assert "- goal_setting.timeline: 12 weeks" in prompt
+    assert "a plain string" not in prompt
+
+
+def test_system_prompt_says_when_nothing_is_known_yet(llm: BaseChatModel) -> None:
+    assert "Already known:\n- nothing yet" in _agent(llm, []).get_system_prompt()
+
+
 def test_five_agents_one_per_step() -> None:
     """R5.1-R5.5: every step has its agent, and none overrides stream_response or _build_messages."""
     assert set(AGENT_CLASSES) == set(OnboardingAgentType)

@@ -3,13 +3,14 @@
 from datetime import datetime
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from onboarding.context import OnboardingAgentContext
 
 
 def test_onboarding_agent_context_creation() -> None:
     """R1.1-R1.5, R1.7: the spec's creation example."""
+    assert issubclass(OnboardingAgentContext, BaseModel)
     context = OnboardingAgentContext(
         user_id="test-user-123",
         conversation_history=[{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there"}],

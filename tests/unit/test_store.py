@@ -152,3 +152,14 @@ def test_read_and_write_failures_raise_store_error(dynamodb: Any) -> None:
         broken.append_message("u1", "user", "hello")
     with pytest.raises(StoreError):
         broken.save_state("u1", OnboardingState.initial())
+
+
+def test_repeated_collisions_end_in_a_clear_error(dynamodb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never an overwrite: when every attempt collides, the write fails loudly."""
+    store = ConversationStore(dynamodb, TABLE, clock=lambda: 1_800_000_000.0)
+    monkeypatch.setattr("onboarding.store.secrets.token_hex", lambda _n: "cccccccccccc")
+    original = store.append_message("u1", "user", "original")
+    store._next_ms = lambda: int(original.message_id.split("-")[0])  # type: ignore[method-assign]
+    with pytest.raises(StoreError, match="free key"):
+        store.append_message("u1", "user", "would overwrite")
+    assert [m.content for m in store.load_turn_context("u1").messages] == ["original"]

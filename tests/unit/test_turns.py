@@ -113,3 +113,12 @@ async def test_a_turn_streams_only_once(service: TurnService) -> None:
     await turn.collect()
     with pytest.raises(RuntimeError, match="only once"):
         await turn.collect()
+
+
+async def test_an_empty_reply_is_not_stored(service: TurnService, store: ConversationStore, emulator: BedrockEmulator) -> None:
+    """Bedrock would reject an empty assistant turn later, so only the user's turn is kept."""
+    emulator.queue_fault(Fault("empty_reply"))
+    result = await (await service.start_turn("u", "Hello")).collect()
+    assert result.reply == ""
+    assert result.assistant_message is None
+    assert [m.role for m in store.load_turn_context("u").messages] == ["user"]

@@ -46,8 +46,3 @@ class OnboardingAgentContext(BaseModel):
     conversation_history: FrozenHistory = Field(default_factory=list)
     agent_context: FrozenMapping = Field(default_factory=dict)
     loaded_at: datetime = Field(default_factory=_utc_now)
-
-    def collected(self, agent_key: str) -> Mapping[str, Any]:
-        """What the agent stored under `agent_key` so far (empty when nothing yet)."""
-        value = self.agent_context.get(agent_key)
-        return value if isinstance(value, Mapping) else {}

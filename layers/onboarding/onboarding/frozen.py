@@ -15,8 +15,6 @@ def deep_freeze(value: Any) -> Any:
         return MappingProxyType({key: deep_freeze(item) for key, item in value.items()})
     if isinstance(value, (list, tuple)):
         return tuple(deep_freeze(item) for item in value)
-    if isinstance(value, (set, frozenset)):
-        return frozenset(deep_freeze(item) for item in value)
     return value
 
 
@@ -25,7 +23,5 @@ def thaw(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {key: thaw(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [thaw(item) for item in value]
-    if isinstance(value, frozenset):
         return [thaw(item) for item in value]
     return value

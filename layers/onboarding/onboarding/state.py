@@ -1,8 +1,6 @@
 """Onboarding steps and the per-user state that says which step the user is on."""
 
-from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +32,3 @@ class OnboardingState(BaseModel):
     def initial(cls) -> "OnboardingState":
         """A user the store has never seen starts at the fitness assessment."""
         return cls()
-
-    def with_agent_context(self, agent_context: Mapping[str, Any]) -> "OnboardingState":
-        return self.model_copy(update={"agent_context": agent_context})
