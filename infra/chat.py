@@ -17,6 +17,8 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TextIO
 
+from pydantic import ValidationError
+
 from infra.local_stack import LocalStack
 from onboarding.settings import Settings
 from onboarding.store import StoreError
@@ -81,7 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         arguments.data_file.unlink()
     stack = None if arguments.aws else LocalStack(arguments.data_file, arguments.chunk_delay)
     with stack if stack is not None else nullcontext():
-        service = build_turn_service(Settings.from_env())
+        try:
+            settings = Settings.from_env()
+        except ValidationError as error:
+            fields = ", ".join(str(item["loc"][0]) for item in error.errors())
+            parser.error(f"configuration is incomplete or invalid ({fields}); see the README's configuration table")
+        service = build_turn_service(settings)
         if arguments.script is None:
             print(
                 f"Talking as {arguments.user!r}. Memory is kept in {arguments.data_file} "

@@ -76,7 +76,11 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "throttle":
             self._error(429, "ThrottlingException", "Too many requests, please wait before trying again.")
             return
-        reply = "" if fault is not None and fault.kind == "empty_reply" else coach_reply(request.system_text, request.conversation)
+        reply = (
+            ""
+            if fault is not None and fault.kind == "empty_reply"
+            else coach_reply(request.system_text, request.conversation)
+        )
         if operation == "converse":
             self._converse(reply)
         else:

@@ -160,3 +160,13 @@ def test_the_standalone_stack_serves_another_process_and_saves_on_sigterm(tmp_pa
         assert stack.wait(timeout=60) == 0
     saved = [json.loads(line) for line in data_file.read_text(encoding="utf-8").splitlines()]
     assert sorted(item["role"]["S"] for item in saved) == ["assistant", "user"]
+
+
+def test_aws_mode_without_a_table_says_what_to_set() -> None:
+    environment = {name: value for name, value in os.environ.items() if name != "TABLE_NAME"}
+    completed = subprocess.run(
+        [sys.executable, "-m", "infra.chat", "--aws"],
+        input="", capture_output=True, text=True, cwd=REPO, env=environment, timeout=60, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 2
+    assert "configuration is incomplete or invalid (table_name)" in completed.stderr

@@ -115,7 +115,9 @@ async def test_a_turn_streams_only_once(service: TurnService) -> None:
         await turn.collect()
 
 
-async def test_an_empty_reply_is_not_stored(service: TurnService, store: ConversationStore, emulator: BedrockEmulator) -> None:
+async def test_an_empty_reply_is_not_stored(
+    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
     """Bedrock would reject an empty assistant turn later, so only the user's turn is kept."""
     emulator.queue_fault(Fault("empty_reply"))
     result = await (await service.start_turn("u", "Hello")).collect()
