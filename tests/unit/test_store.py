@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from onboarding.state import OnboardingAgentType, OnboardingState
-from onboarding.store import ConversationStore, StoreError
+from onboarding.store import ConversationStore, InvalidCursorError, StoreError
 
 from .conftest import TABLE
 
@@ -163,3 +163,60 @@ def test_repeated_collisions_end_in_a_clear_error(dynamodb: Any, monkeypatch: py
     with pytest.raises(StoreError, match="free key"):
         store.append_message("u1", "user", "would overwrite")
     assert [m.content for m in store.load_turn_context("u1").messages] == ["original"]
+
+
+def _all_pages(store: ConversationStore, user_id: str, limit: int) -> list[list[str]]:
+    pages: list[list[str]] = []
+    cursor: str | None = None
+    while True:
+        page = store.history_page(user_id, limit, cursor)
+        pages.append([m.content for m in page.messages])
+        if page.next_cursor is None:
+            return pages
+        cursor = page.next_cursor
+
+
+def test_history_pages_newest_first_through_every_message(store: ConversationStore) -> None:
+    store.save_state("u1", OnboardingState.initial())
+    for i in range(23):
+        store.append_message("u1", "user", f"m{i}")
+    pages = _all_pages(store, "u1", 10)
+    assert [len(page) for page in pages] == [10, 10, 3]
+    assert [text for page in pages for text in page] == [f"m{i}" for i in reversed(range(23))]
+
+
+def test_an_empty_history_is_one_empty_page(store: ConversationStore) -> None:
+    page = store.history_page("nobody")
+    assert page.messages == ()
+    assert page.next_cursor is None
+
+
+def test_a_cursor_never_reaches_another_users_messages(store: ConversationStore) -> None:
+    for i in range(5):
+        store.append_message("alice", "user", f"alice {i}")
+        store.append_message("bob", "user", f"bob {i}")
+    alices_cursor = store.history_page("alice", 2).next_cursor
+    assert alices_cursor is not None
+    page = store.history_page("bob", 10, alices_cursor)
+    assert all(m.content.startswith("bob") for m in page.messages)
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "not base64 at all!",
+        "eyJ2IjogMX0",
+        "W10",
+        "eyJ2IjogMSwgImFmdGVyIjogIn5TVEFURSJ9",
+        "eyJ2IjogMiwgImFmdGVyIjogIngifQ",
+    ],
+)
+def test_a_cursor_the_store_did_not_hand_out_is_rejected(store: ConversationStore, cursor: str) -> None:
+    with pytest.raises(InvalidCursorError):
+        store.history_page("u1", 10, cursor)
+
+
+@pytest.mark.parametrize("limit", [0, 101])
+def test_history_page_limits(store: ConversationStore, limit: int) -> None:
+    with pytest.raises(ValueError, match="between 1 and 100"):
+        store.history_page("u1", limit)

@@ -13,11 +13,14 @@ the millisecond part is also strictly increasing (a burst moves it forward by 1 
 messages written one after another keep their order even inside one millisecond.
 """
 
+import base64
+import binascii
 import json
+import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,8 +45,15 @@ HEAD_ITEMS = (STATE_SORT_KEY,)
 _WRITE_ATTEMPTS = 3
 
 
+_MESSAGE_SORT_KEY = re.compile(r"^MSG#\d{13}#[0-9a-f]{12}$")
+
+
 class StoreError(Exception):
     """The table could not be read or written (after botocore's own retries)."""
+
+
+class InvalidCursorError(ValueError):
+    """A history cursor that this store did not hand out."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,14 @@ class StoredMessage:
     role: Role
     content: str
     created_at: datetime
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """Messages newest first; `next_cursor` continues after the last one (None at the end)."""
+
+    messages: tuple[StoredMessage, ...]
+    next_cursor: str | None
 
 
 @dataclass(frozen=True)
@@ -80,6 +98,23 @@ def _new_message_id(created_ms: int) -> str:
     return f"{created_ms:013d}-{secrets.token_hex(6)}"
 
 
+def _encode_cursor(sort_key: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"v": 1, "after": sort_key}).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> str:
+    """The message sort key a cursor continues after. Only a message key is accepted; the
+    partition always comes from the caller's user id, so a cursor cannot reach another user."""
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        sort_key = decoded.get("after") if isinstance(decoded, dict) and decoded.get("v") == 1 else None
+    except (binascii.Error, UnicodeDecodeError, ValueError) as error:
+        raise InvalidCursorError("the cursor is not one this API handed out") from error
+    if not isinstance(sort_key, str) or not _MESSAGE_SORT_KEY.match(sort_key):
+        raise InvalidCursorError("the cursor is not one this API handed out")
+    return sort_key
+
+
 class ConversationStore:
     """Reads and writes a user's messages and onboarding state."""
 
@@ -103,7 +138,8 @@ class ConversationStore:
         """
         state = OnboardingState.initial()
         newest_first: list[StoredMessage] = []
-        for item in self._query_newest(user_id, message_limit + len(HEAD_ITEMS)):
+        items, _ = self._query_newest(user_id, message_limit + len(HEAD_ITEMS))
+        for item in items:
             sort_key = item.get("sk", {}).get("S", "")
             if sort_key == STATE_SORT_KEY:
                 state = self._parse_state(item) or state
@@ -144,6 +180,16 @@ class ConversationStore:
                 logger.warning("Message key collision, retrying with a new key")
         raise StoreError(f"could not find a free key for the {role} message")
 
+    def history_page(self, user_id: str, limit: int = 20, cursor: str | None = None) -> HistoryPage:
+        """One page of the user's messages, newest first, continuing after `cursor`."""
+        if not 1 <= limit <= 100:
+            raise ValueError("limit must be between 1 and 100")
+        start = {"pk": _partition(user_id), "sk": {"S": _decode_cursor(cursor)}} if cursor else None
+        items, more = self._query_newest(user_id, limit, messages_only=True, exclusive_start_key=start)
+        messages = tuple(message for item in items if (message := self._parse_message(item)) is not None)
+        next_cursor = _encode_cursor(items[-1]["sk"]["S"]) if more and items else None
+        return HistoryPage(messages=messages, next_cursor=next_cursor)
+
     def save_state(self, user_id: str, state: OnboardingState) -> None:
         """Replace the user's onboarding state."""
         try:
@@ -160,29 +206,39 @@ class ConversationStore:
         except ClientError as error:
             raise StoreError("could not store the onboarding state") from error
 
-    def _query_newest(self, user_id: str, limit: int) -> Iterator[Mapping[str, Any]]:
-        remaining = limit
-        start_key: dict[str, Any] | None = None
-        while remaining > 0:
-            request: dict[str, Any] = {
-                "TableName": self._table,
-                "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": _partition(user_id)},
-                "ScanIndexForward": False,
-                "Limit": remaining,
-            }
+    def _query_newest(
+        self,
+        user_id: str,
+        limit: int,
+        messages_only: bool = False,
+        exclusive_start_key: dict[str, Any] | None = None,
+    ) -> tuple[list[Mapping[str, Any]], bool]:
+        """Up to `limit` items of the partition, highest sort key first, and whether more may follow.
+
+        Usually one request; another only when DynamoDB's 1 MB page limit cut a page short.
+        """
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk" + (" AND begins_with(sk, :messages)" if messages_only else ""),
+            "ExpressionAttributeValues": {":pk": _partition(user_id)}
+            | ({":messages": {"S": MESSAGE_PREFIX}} if messages_only else {}),
+            "ScanIndexForward": False,
+        }
+        items: list[Mapping[str, Any]] = []
+        start_key = exclusive_start_key
+        while len(items) < limit:
+            page_request = request | {"Limit": limit - len(items)}
             if start_key:
-                request["ExclusiveStartKey"] = start_key
+                page_request["ExclusiveStartKey"] = start_key
             try:
-                page = self._client.query(**request)
+                page = self._client.query(**page_request)
             except ClientError as error:
                 raise StoreError("could not read the conversation") from error
-            items = page.get("Items", [])
-            yield from items
-            remaining -= len(items)
+            items.extend(page.get("Items", []))
             start_key = page.get("LastEvaluatedKey")
             if not start_key:
-                return
+                return items, False
+        return items, True
 
     @staticmethod
     def _parse_message(item: Mapping[str, Any]) -> StoredMessage | None:
