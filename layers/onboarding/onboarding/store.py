@@ -2,8 +2,15 @@
 
 Layout of a user's partition (`pk = USER#<user id>`), in sort-key order:
 
+    CONTACT#<E.164 phone>              a phone number linked to this user (sorts before messages)
     MSG#<13-digit epoch ms>#<random>   one item per message, immutable once written
     ~STATE                             onboarding state (current agent, agent_context)
+
+Items a turn does not need sort before `MSG#`, so the newest-first Query never meets them.
+Outside the user partitions:
+
+    pk = PHONE#<E.164>, sk = ~OWNER    which user a phone number belongs to, and its SMS opt-out
+    pk = LINK#<code>,   sk = ~LINK     a one-time code that links a phone to a user (expires)
 
 Sort keys starting with `~` sort after every message, so ONE descending Query with
 `Limit = messages + len(HEAD_ITEMS)` returns the per-user head items and the newest messages
@@ -42,6 +49,13 @@ USER_PREFIX = "USER#"
 MESSAGE_PREFIX = "MSG#"
 STATE_SORT_KEY = "~STATE"
 HEAD_ITEMS = (STATE_SORT_KEY,)
+CONTACT_PREFIX = "CONTACT#"
+PHONE_PREFIX = "PHONE#"
+PHONE_OWNER_SORT_KEY = "~OWNER"
+LINK_PREFIX = "LINK#"
+LINK_SORT_KEY = "~LINK"
+LINK_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: codes are typed on phones
+LINK_CODE_LENGTH = 10  # 31**10 ≈ 8e14 codes: guessing one inside its lifetime is hopeless
 _WRITE_ATTEMPTS = 3
 
 
@@ -73,6 +87,21 @@ class HistoryPage:
 
 
 @dataclass(frozen=True)
+class PhoneOwner:
+    """The user a phone number belongs to, and whether the number opted out of SMS."""
+
+    phone: str
+    user_id: str
+    opted_out: bool
+
+
+@dataclass(frozen=True)
+class LinkCode:
+    code: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
 class LoadedTurnContext:
     """What a turn needs from the table: the state and the newest messages, oldest first."""
 
@@ -82,6 +111,19 @@ class LoadedTurnContext:
 
 def _partition(user_id: str) -> "AttributeValueTypeDef":
     return {"S": f"{USER_PREFIX}{user_id}"}
+
+
+_E164 = re.compile(r"^\+[1-9]\d{6,14}$")
+
+
+class InvalidPhoneError(ValueError):
+    """Not a phone number in E.164 form (`+` and 7 to 15 digits)."""
+
+
+def _phone_key(phone: str) -> dict[str, Any]:
+    if not _E164.match(phone):
+        raise InvalidPhoneError("a phone number must be in E.164 form, like +15551234567")
+    return {"pk": {"S": f"{PHONE_PREFIX}{phone}"}, "sk": {"S": PHONE_OWNER_SORT_KEY}}
 
 
 def _message_sort_key(message_id: str) -> str:
@@ -205,6 +247,154 @@ class ConversationStore:
             )
         except ClientError as error:
             raise StoreError("could not store the onboarding state") from error
+
+    def phone_owner(self, phone: str) -> PhoneOwner | None:
+        """Who `phone` belongs to, or None if it never wrote to us nor was linked."""
+        try:
+            item = self._client.get_item(TableName=self._table, Key=_phone_key(phone), ConsistentRead=True).get("Item")
+        except ClientError as error:
+            raise StoreError("could not read the phone number's owner") from error
+        if item is None:
+            return None
+        try:
+            return PhoneOwner(phone, item["user_id"]["S"], item.get("opted_out", {}).get("BOOL", False))
+        except (KeyError, TypeError) as error:
+            raise StoreError("the phone number's owner item is malformed") from error
+
+    def owner_for_phone(self, phone: str, new_user_id: Callable[[], str]) -> PhoneOwner:
+        """The phone's owner; a number we have never seen becomes a new user `new_user_id()`."""
+        for _ in range(_WRITE_ATTEMPTS):
+            if (owner := self.phone_owner(phone)) is not None:
+                return owner
+            user_id = new_user_id()
+            try:
+                self._client.transact_write_items(
+                    TransactItems=[
+                        {
+                            "Put": {
+                                "TableName": self._table,
+                                "Item": {**_phone_key(phone), "user_id": {"S": user_id}, "opted_out": {"BOOL": False}},
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                        {"Put": {"TableName": self._table, "Item": self._contact_item(user_id, phone)}},
+                    ]
+                )
+                return PhoneOwner(phone, user_id, opted_out=False)
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                    raise StoreError("could not record the phone number's owner") from error
+                logger.info("Phone number claimed concurrently; reading the winner")
+        raise StoreError("could not settle the phone number's owner")
+
+    def link_phone(self, phone: str, user_id: str) -> PhoneOwner:
+        """Make `phone` belong to `user_id` (after the user proved they hold it); keeps its opt-out."""
+        previous = self.phone_owner(phone)
+        opted_out = previous.opted_out if previous else False
+        condition: dict[str, Any] = (
+            {
+                "ConditionExpression": "user_id = :previous",
+                "ExpressionAttributeValues": {":previous": {"S": previous.user_id}},
+            }
+            if previous
+            else {"ConditionExpression": "attribute_not_exists(pk)"}
+        )
+        items: list[Any] = [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": {**_phone_key(phone), "user_id": {"S": user_id}, "opted_out": {"BOOL": opted_out}},
+                    **condition,
+                }
+            },
+            {"Put": {"TableName": self._table, "Item": self._contact_item(user_id, phone)}},
+        ]
+        if previous and previous.user_id != user_id:
+            items.append(
+                {
+                    "Delete": {
+                        "TableName": self._table,
+                        "Key": {"pk": _partition(previous.user_id), "sk": {"S": f"{CONTACT_PREFIX}{phone}"}},
+                    }
+                }
+            )
+        try:
+            self._client.transact_write_items(TransactItems=items)
+        except ClientError as error:
+            raise StoreError("could not link the phone number") from error
+        return PhoneOwner(phone, user_id, opted_out)
+
+    def set_opted_out(self, phone: str, opted_out: bool) -> None:
+        """Record an SMS opt-out (STOP) or opt-in (START) for a number we know."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=_phone_key(phone),
+                UpdateExpression="SET opted_out = :opted_out",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":opted_out": {"BOOL": opted_out}},
+            )
+        except ClientError as error:
+            raise StoreError("could not record the SMS opt-out") from error
+
+    def phones_of(self, user_id: str) -> tuple[str, ...]:
+        """Every phone number linked to the user."""
+        try:
+            page = self._client.query(
+                TableName=self._table,
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :contact)",
+                ExpressionAttributeValues={":pk": _partition(user_id), ":contact": {"S": CONTACT_PREFIX}},
+            )
+        except ClientError as error:
+            raise StoreError("could not read the user's phone numbers") from error
+        return tuple(item["sk"]["S"].removeprefix(CONTACT_PREFIX) for item in page.get("Items", []))
+
+    def create_link_code(self, user_id: str, lifetime_s: int = 600) -> LinkCode:
+        """A one-time code the user texts from a phone to link that phone to their account."""
+        now = self._clock()
+        for _ in range(_WRITE_ATTEMPTS):
+            code = "".join(secrets.choice(LINK_CODE_ALPHABET) for _ in range(LINK_CODE_LENGTH))
+            expires = int(now) + lifetime_s
+            try:
+                self._client.put_item(
+                    TableName=self._table,
+                    Item={
+                        "pk": {"S": f"{LINK_PREFIX}{code}"},
+                        "sk": {"S": LINK_SORT_KEY},
+                        "user_id": {"S": user_id},
+                        "expires_at": {"N": str(expires)},
+                    },
+                    ConditionExpression="attribute_not_exists(pk)",
+                )
+                return LinkCode(code, datetime.fromtimestamp(expires, UTC))
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    raise StoreError("could not store the link code") from error
+        raise StoreError("could not find a free link code")
+
+    def redeem_link_code(self, code: str) -> str | None:
+        """The user a code was made for, once: the code is deleted; an expired or unknown code gives None."""
+        normalized = re.sub(r"[\s-]", "", code).upper()
+        if len(normalized) != LINK_CODE_LENGTH or any(c not in LINK_CODE_ALPHABET for c in normalized):
+            return None
+        try:
+            deleted = self._client.delete_item(
+                TableName=self._table,
+                Key={"pk": {"S": f"{LINK_PREFIX}{normalized}"}, "sk": {"S": LINK_SORT_KEY}},
+                # TTL deletion lags by days, so the expiry is checked here too.
+                ConditionExpression="attribute_exists(pk) AND expires_at > :now",
+                ExpressionAttributeValues={":now": {"N": str(int(self._clock()))}},
+                ReturnValues="ALL_OLD",
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return None
+            raise StoreError("could not redeem the link code") from error
+        return str(deleted["Attributes"]["user_id"]["S"])
+
+    @staticmethod
+    def _contact_item(user_id: str, phone: str) -> dict[str, Any]:
+        return {"pk": _partition(user_id), "sk": {"S": f"{CONTACT_PREFIX}{phone}"}}
 
     def _query_newest(
         self,
