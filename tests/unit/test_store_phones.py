@@ -87,7 +87,7 @@ def test_opt_out_and_back_in(store: ConversationStore) -> None:
 def test_a_concurrent_first_text_settles_on_one_owner(store: ConversationStore, dynamodb: Any) -> None:
     """Another worker claims the number between our read and our write: we read the winner."""
     real_transact = dynamodb.transact_write_items
-    calls = []
+    calls: list[int] = []
 
     def racing_transact(**request: Any) -> Any:
         if not calls:
