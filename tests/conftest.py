@@ -15,9 +15,23 @@ for _name, _value in {
     "AWS_DEFAULT_REGION": "us-east-1",
     "TABLE_NAME": "onboarding-memory-test",
     "POWERTOOLS_SERVICE_NAME": "onboarding-memory-test",
+    # What template.yaml gives the SMS functions; tests that run them pass their own dependencies.
+    "SMS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/sms-turns.fifo",
+    "IDEMPOTENCY_TABLE_NAME": "onboarding-idempotency-test",
+    "TWILIO_AUTH_TOKEN_PARAMETER": "/onboarding-memory/twilio-auth-token",
+    "TWILIO_WEBHOOK_URL": "https://example.execute-api.us-east-1.amazonaws.com/v1/sms",
+    "TWILIO_ACCOUNT_SID": "AC00000000000000000000000000000000",
 }.items():
     os.environ[_name] = _value
-for _name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
+for _name in (
+    "AWS_PROFILE",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AWS_ENDPOINT_URL_SQS",
+    "AWS_ENDPOINT_URL_SSM",
+    "TWILIO_API_BASE_URL",
+):
     os.environ.pop(_name, None)
 
 from hypothesis import HealthCheck, settings  # noqa: E402

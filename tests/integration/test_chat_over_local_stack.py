@@ -13,7 +13,7 @@ from infra.local_stack import LocalStack
 from onboarding.prompts import STEP_PROMPTS
 from onboarding.settings import Settings
 from onboarding.state import OnboardingAgentType
-from onboarding.wiring import build_store
+from onboarding.store_factory import build_store
 
 SAMPLE_EVENT = json.loads((Path(__file__).parents[2] / "events" / "chat_message.json").read_text(encoding="utf-8"))
 QUESTIONS = [field.question for field in STEP_PROMPTS[OnboardingAgentType.FITNESS_ASSESSMENT].fields]

@@ -52,3 +52,21 @@ def orchestrator(store: ConversationStore, llm: BaseChatModel) -> OnboardingAgen
 @pytest.fixture
 def service(orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, settings: Settings) -> TurnService:
     return TurnService(orchestrator, store, settings.max_message_bytes)
+
+
+IDEMPOTENCY_TABLE = "onboarding-idempotency-test"
+
+
+@pytest.fixture
+def idempotency_table(dynamodb: object) -> str:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.create_table(**table_create_request("IdempotencyTable", IDEMPOTENCY_TABLE))
+    return IDEMPOTENCY_TABLE
+
+
+@pytest.fixture
+def sms_queue(dynamodb: object, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An SQS FIFO queue in the same in-process moto as the table; returns its URL."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL_SQS", raising=False)
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    return sqs.create_queue(QueueName="sms-turns.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]

@@ -1,0 +1,136 @@
+"""SMS webhook: Twilio's POST in, TwiML out, within a second.
+
+Thin by design: it checks Twilio's signature against the configured public URL, turns the form
+into an `InboundSms`, and lets `SmsIntake` decide (opt-outs, phone links, or queueing the turn for
+the worker). Each `MessageSid` is handled once (Powertools Idempotency). It never imports LangChain:
+its cold start is inside Twilio's 15-second budget.
+"""
+
+import base64
+import binascii
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ValidationError
+from twilio.request_validator import RequestValidator
+from twilio.twiml.messaging_response import MessagingResponse
+
+from onboarding.settings import Settings
+from onboarding.sms.intake import SmsIntake
+from onboarding.sms.messages import InboundSms, OptOut
+from onboarding.sms.queue import QueueError
+from onboarding.sms.settings import WebhookSettings
+from onboarding.sms.wiring import build_idempotency_layer, build_intake, twilio_auth_token
+from onboarding.store import StoreError
+
+logger = Logger()
+
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+
+def twiml(reply: str | None) -> dict[str, Any]:
+    response = MessagingResponse()
+    if reply:
+        response.message(reply)
+    return {"statusCode": 200, "headers": {"Content-Type": "text/xml"}, "body": str(response)}
+
+
+def _plain(status: HTTPStatus, text: str) -> dict[str, Any]:
+    return {"statusCode": int(status), "headers": {"Content-Type": "text/plain"}, "body": text}
+
+
+def _header(event: dict[str, Any], name: str) -> str | None:
+    """A header by name, whatever case the client (or HTTP/2) gave it."""
+    for key, value in (event.get("headers") or {}).items():
+        if key.lower() == name.lower():
+            return str(value)
+    return None
+
+
+def _form(event: dict[str, Any]) -> dict[str, str]:
+    """The POST parameters exactly as Twilio signed them (blank values kept)."""
+    body = event.get("body") or ""
+    raw = base64.b64decode(body, validate=True).decode("utf-8") if event.get("isBase64Encoded") else body
+    return dict(parse_qsl(raw, keep_blank_values=True, strict_parsing=False))
+
+
+def _inbound(form: dict[str, str]) -> InboundSms:
+    opt_out = form.get("OptOutType", "").upper()
+    return InboundSms(
+        message_id=form.get("MessageSid", ""),
+        from_phone=form.get("From", ""),
+        to_phone=form.get("To", ""),
+        body=form.get("Body", ""),
+        opt_out=OptOut(opt_out) if opt_out in OptOut.__members__ else None,
+    )
+
+
+def make_handler(
+    intake: SmsIntake,
+    auth_token: Callable[[], str],
+    webhook_url: str,
+    persistence: BasePersistenceLayer,
+    dedupe_window_s: int = 24 * 3600,
+) -> Handler:
+    """The Lambda handler (tests pass their own intake, token source and persistence layer)."""
+    config = IdempotencyConfig(event_key_jmespath="message_id", expires_after_seconds=dedupe_window_s)
+
+    @idempotent_function(data_keyword_argument="sms", persistence_store=persistence, config=config)  # type: ignore[untyped-decorator]
+    def accept_once(sms: InboundSms) -> dict[str, str | None]:
+        return {"reply": intake.accept(sms)}
+
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        config.register_lambda_context(context)
+        signature = _header(event, "X-Twilio-Signature")
+        try:
+            form = _form(event)
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            form = None
+        if not signature or form is None or not RequestValidator(auth_token()).validate(webhook_url, form, signature):
+            logger.warning("Rejected a webhook call with a missing or invalid Twilio signature")
+            return _plain(HTTPStatus.FORBIDDEN, "invalid Twilio signature")
+        try:
+            sms = _inbound(form)
+        except ValidationError as error:
+            logger.warning("Signed webhook call without a usable message", extra={"fields": _fields(error)})
+            return _plain(HTTPStatus.BAD_REQUEST, "expected MessageSid, From (E.164), To and Body")
+        try:
+            outcome = accept_once(sms=sms)
+        except IdempotencyAlreadyInProgressError:
+            logger.info("Duplicate delivery while the first is in progress; acknowledged")
+            return twiml(None)
+        except (StoreError, QueueError):
+            # Twilio does not retry a failed webhook; with its Fallback URL set to this same URL it
+            # tries once more, and the idempotency record (deleted on failure) lets that through.
+            logger.exception("Could not accept the text")
+            return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "could not accept the message; please retry")
+        return twiml(outcome["reply"])
+
+    return handler
+
+
+def _fields(error: ValidationError) -> list[str]:
+    return [".".join(str(part) for part in item["loc"]) for item in error.errors(include_input=False)]
+
+
+def _handler_from_env() -> Handler:
+    settings = WebhookSettings.from_env()
+    return make_handler(
+        build_intake(Settings.from_env(), settings.queue_url),
+        lambda: twilio_auth_token(settings.twilio_auth_token_parameter),
+        settings.twilio_webhook_url,
+        build_idempotency_layer(settings.idempotency_table_name),
+        settings.dedupe_window_s,
+    )
+
+
+lambda_handler = _handler_from_env()

@@ -1,0 +1,68 @@
+"""SMS worker: answers the texts the webhook queued (SQS FIFO, one message group per user).
+
+Thin by design: each record becomes an `SmsTurnRequest` for `SmsResponder`, which runs the turn
+and sends the reply through Twilio. Failures are reported per record (Powertools Batch), and a
+failed record holds back only the later texts of the same user, so each user's texts are answered
+in order. Each text is answered once (Powertools Idempotency on its `MessageSid`).
+"""
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from onboarding.settings import Settings
+from onboarding.sms.messages import SmsTurnRequest
+from onboarding.sms.responder import SmsResponder
+from onboarding.sms.sender import TwilioSender
+from onboarding.sms.settings import WorkerSettings
+from onboarding.sms.wiring import build_idempotency_layer, twilio_auth_token
+from onboarding.store_factory import build_store
+from onboarding.wiring import build_turn_service
+
+logger = Logger()
+
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+
+def make_handler(
+    responder: SmsResponder, persistence: BasePersistenceLayer, dedupe_window_s: int = 24 * 3600
+) -> Handler:
+    """The Lambda handler (tests pass their own responder and persistence layer)."""
+    config = IdempotencyConfig(event_key_jmespath="message_id", expires_after_seconds=dedupe_window_s)
+
+    @idempotent_function(data_keyword_argument="request", persistence_store=persistence, config=config)  # type: ignore[untyped-decorator]
+    def answer_once(request: SmsTurnRequest) -> dict[str, int]:
+        return {"parts_sent": asyncio.run(responder.respond(request))}
+
+    def answer(record: SQSRecord) -> None:
+        # A body that is not a turn request fails every attempt and ends in the dead-letter queue.
+        answer_once(request=SmsTurnRequest.model_validate_json(record.body))
+
+    @logger.inject_lambda_context
+    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        config.register_lambda_context(context)
+        processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+        return dict(process_partial_response(event=event, record_handler=answer, processor=processor, context=context))
+
+    return handler
+
+
+def _handler_from_env() -> Handler:
+    settings = Settings.from_env()
+    sms = WorkerSettings.from_env()
+    store = build_store(settings)
+    sender = TwilioSender(
+        sms.twilio_account_sid, lambda: twilio_auth_token(sms.twilio_auth_token_parameter), sms.twilio_api_base_url
+    )
+    responder = SmsResponder(build_turn_service(settings, store), store, sender)
+    return make_handler(responder, build_idempotency_layer(sms.idempotency_table_name), sms.dedupe_window_s)
+
+
+lambda_handler = _handler_from_env()

@@ -1,0 +1,162 @@
+"""A local stand-in for the part of Twilio's REST API the worker uses: sending a message.
+
+`POST /2010-04-01/Accounts/{AccountSid}/Messages.json` with HTTP Basic auth (account SID and auth
+token), answering as Twilio does: 201 with the message resource, or Twilio's error JSON — 20003
+for bad credentials, 21617 for a body over 1,600 characters, 21610 for an opted-out recipient.
+Also signs webhook calls the way Twilio does, so local tools and tests can post real ones.
+"""
+
+import base64
+import json
+import re
+import threading
+import uuid
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from twilio.request_validator import RequestValidator
+
+from onboarding.sms.split import SMS_BODY_LIMIT, sms_length
+
+_ROUTE = re.compile(r"^/2010-04-01/Accounts/(?P<sid>AC[0-9a-zA-Z]+)/Messages\.json$")
+
+
+@dataclass(frozen=True)
+class SentSms:
+    to: str
+    from_: str
+    body: str
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_TwilioHTTPServer"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        """Silence per-request logging (it would print phone numbers)."""
+
+    def do_POST(self) -> None:
+        form = dict(parse_qsl(self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()))
+        emulator = self.server.emulator
+        route = _ROUTE.match(self.path.split("?", 1)[0])
+        if route is None:
+            self._error(404, 20404, "The requested resource was not found")
+            return
+        expected = base64.b64encode(f"{emulator.account_sid}:{emulator.auth_token}".encode()).decode()
+        if route["sid"] != emulator.account_sid or self.headers.get("Authorization") != f"Basic {expected}":
+            self._error(401, 20003, "Authenticate")
+            return
+        to, from_, body = form.get("To", ""), form.get("From", ""), form.get("Body", "")
+        if not to or not from_ or not body:
+            self._error(400, 21602, "Message body, To and From are required")
+        elif sms_length(body) > SMS_BODY_LIMIT:
+            self._error(400, 21617, "The concatenated message body exceeds the 1600 character limit")
+        elif to in emulator.opted_out:
+            self._error(400, 21610, "Attempt to send to unsubscribed recipient")
+        else:
+            sent = SentSms(to, from_, body)
+            emulator.record(sent)
+            self._json(201, {"sid": f"SM{uuid.uuid4().hex}", "to": to, "from": from_, "body": body, "status": "queued"})
+
+    def _error(self, status: int, code: int, message: str) -> None:
+        self._json(status, {"code": code, "message": message, "more_info": "", "status": status})
+
+    def _json(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _TwilioHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], emulator: "TwilioEmulator") -> None:
+        super().__init__(address, _Handler)
+        self.emulator = emulator
+
+
+class TwilioEmulator:
+    """Run with `with TwilioEmulator() as twilio:`; `twilio.url` is the base URL for the client."""
+
+    def __init__(
+        self,
+        account_sid: str = "AC00000000000000000000000000000000",
+        auth_token: str = "local-twilio-auth-token",  # noqa: S107 - a local stand-in, not a secret
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.account_sid = account_sid
+        self.auth_token = auth_token
+        self.opted_out: set[str] = set()
+        self._sent: list[SentSms] = []
+        self._lock = threading.Condition()
+        self._server = _TwilioHTTPServer((host, port), self)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def sent(self) -> list[SentSms]:
+        with self._lock:
+            return list(self._sent)
+
+    def record(self, sent: SentSms) -> None:
+        with self._lock:
+            self._sent.append(sent)
+            self._lock.notify_all()
+
+    def wait_for(self, count: int, timeout_s: float = 10.0) -> list[SentSms]:
+        """The sent messages once there are at least `count` (or whatever arrived by the timeout)."""
+        with self._lock:
+            self._lock.wait_for(lambda: len(self._sent) >= count, timeout=timeout_s)
+            return list(self._sent)
+
+    def sign(self, url: str, params: dict[str, str]) -> str:
+        """The `X-Twilio-Signature` Twilio would send for a webhook POST of `params` to `url`."""
+        return str(RequestValidator(self.auth_token).compute_signature(url, params))
+
+    def start(self) -> "TwilioEmulator":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "TwilioEmulator":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def webhook_form(
+    message_sid: str, from_phone: str, body: str, to_phone: str = "+15550000000", **extra: str
+) -> dict[str, str]:
+    """The POST parameters of an inbound SMS webhook, as Twilio sends them (abridged)."""
+    return {
+        "ToCountry": "US",
+        "SmsMessageSid": message_sid,
+        "NumMedia": "0",
+        "MessageSid": message_sid,
+        "AccountSid": "AC00000000000000000000000000000000",
+        "From": from_phone,
+        "To": to_phone,
+        "Body": body,
+        "FromCity": "",  # Twilio sends blank values; they are part of the signature
+        "NumSegments": "1",
+        "ApiVersion": "2010-04-01",
+        **extra,
+    }
+
+
+def encode_form(form: dict[str, str]) -> str:
+    return urlencode(form)

@@ -1,0 +1,71 @@
+"""What the webhook does with a text, without the model: opt-outs, phone links, and queueing the turn."""
+
+import re
+import uuid
+from collections.abc import Callable
+
+from aws_lambda_powertools import Logger
+
+from onboarding.conversation import is_blank
+from onboarding.sms.messages import InboundSms, OptOut, SmsTurnRequest
+from onboarding.sms.queue import TurnQueue
+from onboarding.store import ConversationStore
+
+logger = Logger(child=True)
+
+_LINK_REQUEST = re.compile(r"^\s*LINK\s+([A-Za-z0-9][A-Za-z0-9 -]{8,24})\s*$", re.IGNORECASE)
+
+LINKED = "Linked! Texts from this phone now continue your conversation from the app."
+LINK_REFUSED = "That link code is not valid or has expired. Get a new one in the app and text LINK <code>."
+TEXT_ONLY = "I can only read text messages. Please type your answer."
+
+
+def new_sms_user_id() -> str:
+    return f"sms-{uuid.uuid4()}"
+
+
+class SmsIntake:
+    """Decides what a text needs. Returns the immediate reply to send back, if any."""
+
+    def __init__(
+        self, store: ConversationStore, queue: TurnQueue, new_user_id: Callable[[], str] = new_sms_user_id
+    ) -> None:
+        self._store = store
+        self._queue = queue
+        self._new_user_id = new_user_id
+
+    def accept(self, sms: InboundSms) -> str | None:
+        owner = self._store.owner_for_phone(sms.from_phone, self._new_user_id)
+        if sms.opt_out is not None:
+            # The provider already answered STOP/START/HELP to the person; we record the choice.
+            if sms.opt_out is not OptOut.HELP:
+                self._store.set_opted_out(sms.from_phone, sms.opt_out is OptOut.STOP)
+            logger.info("Opt-out keyword recorded", extra={"opt_out": sms.opt_out.value})
+            return None
+        if owner.opted_out:
+            # Nothing can be sent to an opted-out number, so the text is not answered.
+            logger.info("Text from an opted-out number not answered")
+            return None
+        if (link := _LINK_REQUEST.match(sms.body)) is not None:
+            return self._link(sms.from_phone, link.group(1))
+        if is_blank(sms.body):
+            return TEXT_ONLY
+        self._queue.send(
+            SmsTurnRequest(
+                message_id=sms.message_id,
+                user_id=owner.user_id,
+                from_phone=sms.from_phone,
+                to_phone=sms.to_phone,
+                text=sms.body,
+            )
+        )
+        return None
+
+    def _link(self, phone: str, code: str) -> str:
+        user_id = self._store.redeem_link_code(code)
+        if user_id is None:
+            logger.info("Phone link refused: unknown or expired code")
+            return LINK_REFUSED
+        self._store.link_phone(phone, user_id)
+        logger.info("Phone linked to an app user")
+        return LINKED

@@ -1,0 +1,39 @@
+"""What a text asks for, and the turn request queued for the worker."""
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+E164_PATTERN = r"^\+[1-9]\d{6,14}$"
+
+
+class OptOut(StrEnum):
+    """Carrier keywords, already recognised by the SMS provider (STOP, START, HELP and their synonyms)."""
+
+    STOP = "STOP"
+    START = "START"
+    HELP = "HELP"
+
+
+class InboundSms(BaseModel):
+    """One text a person sent to our number."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message_id: str = Field(min_length=1, max_length=64)
+    from_phone: str = Field(pattern=E164_PATTERN)
+    to_phone: str = Field(min_length=1, max_length=64)
+    body: str = Field(max_length=16_000)
+    opt_out: OptOut | None = None
+
+
+class SmsTurnRequest(BaseModel):
+    """A text to answer, as the webhook queues it for the worker (the queue message body)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    message_id: str = Field(min_length=1, max_length=64)
+    user_id: str = Field(min_length=1)
+    from_phone: str = Field(pattern=E164_PATTERN)
+    to_phone: str = Field(min_length=1, max_length=64)
+    text: str

@@ -1,0 +1,32 @@
+"""The queue of texts to answer: SQS FIFO, one message group per user so a user's texts are answered in order."""
+
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from onboarding.sms.messages import SmsTurnRequest
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+class QueueError(Exception):
+    """The turn could not be queued (after botocore's own retries)."""
+
+
+class TurnQueue:
+    def __init__(self, client: "SQSClient", queue_url: str) -> None:
+        self._client = client
+        self._queue_url = queue_url
+
+    def send(self, request: SmsTurnRequest) -> None:
+        try:
+            self._client.send_message(
+                QueueUrl=self._queue_url,
+                MessageBody=request.model_dump_json(),
+                MessageGroupId=request.user_id,
+                # SQS drops a second send of the same text within 5 minutes (Twilio's retries).
+                MessageDeduplicationId=request.message_id,
+            )
+        except (ClientError, BotoCoreError) as error:
+            raise QueueError("could not queue the text for an answer") from error

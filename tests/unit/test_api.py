@@ -1,0 +1,260 @@
+"""The mobile API: SSE and JSON replies, history pages, phone links, identity, and every error path."""
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from botocore.exceptions import ClientError
+
+from functions.api.app import accepts_event_stream, create_app
+from infra.bedrock_emulator import BedrockEmulator
+from infra.bedrock_emulator.server import Fault
+from onboarding.store import ConversationStore
+from onboarding.turns import TurnService
+
+
+def identity(sub: str | None, request_id: str = "req-1") -> dict[str, str]:
+    """The header Lambda Web Adapter builds from API Gateway's request context."""
+    context: dict[str, Any] = {"requestId": request_id}
+    if sub is not None:
+        context["authorizer"] = {"claims": {"sub": sub}}
+    return {"x-amzn-request-context": json.dumps(context)}
+
+
+@pytest.fixture
+async def client(service: TurnService, store: ConversationStore) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_app(service, store))
+    async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as http:
+        yield http
+
+
+def parse_sse(text: str) -> list[tuple[str, dict[str, Any]]]:
+    events = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((fields["event"], json.loads(fields["data"])))
+    return events
+
+
+async def test_json_reply_for_clients_that_do_not_ask_for_a_stream(
+    client: httpx.AsyncClient, store: ConversationStore
+) -> None:
+    response = await client.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert body["reply"].startswith("Hi, I'm your coach!")
+    stored = store.load_turn_context("user-1").messages
+    assert [m.message_id for m in stored] == [body["userMessageId"], body["assistantMessageId"]]
+
+
+async def test_event_stream_sends_each_chunk_then_the_stored_ids(
+    client: httpx.AsyncClient, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    headers = identity("user-1") | {"accept": "text/event-stream"}
+    response = await client.post("/chat", json={"message": "Hi 🦵"}, headers=headers)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = parse_sse(response.text)
+    chunks = [data["text"] for name, data in events if name == "chunk"]
+    assert len(chunks) > 1, "the reply must arrive in several events, not one"
+    name, done = events[-1]
+    assert name == "done"
+    stored = store.load_turn_context("user-1").messages
+    assert [m.message_id for m in stored] == [done["userMessageId"], done["assistantMessageId"]]
+    assert stored[1].content == "".join(chunks)
+
+
+async def test_a_stream_that_fails_mid_reply_ends_with_an_error_event_and_keeps_the_users_turn(
+    client: httpx.AsyncClient, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    emulator.queue_fault(Fault("stream_error", after_chunks=2))
+    headers = identity("user-1") | {"accept": "text/event-stream"}
+    events = parse_sse((await client.post("/chat", json={"message": "Hi"}, headers=headers)).text)
+    name, error = events[-1]
+    assert name == "error"
+    assert error["error"] == "model_unavailable"
+    assert [name for name, _ in events[:-1]] == ["chunk", "chunk"]
+    stored = store.load_turn_context("user-1").messages
+    assert [(m.message_id, m.role) for m in stored] == [(error["userMessageId"], "user")]
+
+
+async def test_model_failure_without_a_stream_is_502_and_keeps_the_users_turn(
+    client: httpx.AsyncClient, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    emulator.queue_fault(Fault("stream_error", after_chunks=1))
+    response = await client.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
+    assert response.status_code == 502
+    assert response.json()["error"] == "model_unavailable"
+    assert [m.role for m in store.load_turn_context("user-1").messages] == ["user"]
+
+
+@pytest.mark.parametrize(
+    ("accept", "streams"),
+    [
+        (None, False),
+        ("*/*", False),
+        ("application/json", False),
+        ("text/event-stream", True),
+        ("application/json, text/event-stream;q=0.5", True),
+        ("TEXT/EVENT-STREAM", True),
+        ("text/event-stream;q=0", False),
+        ("text/event-stream; q=0.0", False),
+        ("text/event-stream;q=abc", False),
+    ],
+)
+def test_accept_negotiation(accept: str | None, streams: bool) -> None:
+    assert accepts_event_stream(accept) is streams
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {},
+        identity(None),
+        {"x-amzn-request-context": "not json"},
+        {"x-amzn-request-context": json.dumps({"authorizer": {"claims": {"sub": ""}}})},
+        {"x-amzn-request-context": json.dumps({"authorizer": {"claims": {"sub": 42}}})},
+        {"x-amzn-request-context": json.dumps(["a", "list"])},
+    ],
+)
+@pytest.mark.parametrize(
+    ("method", "path"), [("POST", "/chat"), ("GET", "/history"), ("POST", "/phone-links"), ("GET", "/phones")]
+)
+async def test_every_route_needs_a_verified_identity(
+    client: httpx.AsyncClient, store: ConversationStore, header: dict[str, str], method: str, path: str
+) -> None:
+    response = await client.request(method, path, json={"message": "hi"}, headers=header)
+    assert response.status_code == 401
+    assert response.json()["error"] == "unauthorized"
+
+
+async def test_the_user_comes_from_the_verified_claims_not_the_body(
+    client: httpx.AsyncClient, store: ConversationStore
+) -> None:
+    response = await client.post("/chat", json={"message": "hi", "user_id": "someone-else"}, headers=identity("me"))
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_request"
+    assert store.load_turn_context("someone-else").messages == ()
+    assert store.load_turn_context("me").messages == ()
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (b"", 400, "invalid_request"),
+        (b"not json", 400, "invalid_request"),
+        (b"\xff\xfe{", 400, "invalid_request"),
+        (b'{"message": 5}', 400, "invalid_request"),
+        (b'{"message": "   "}', 400, "invalid_message"),
+        (b'{"message": "\\ud800"}', 400, "invalid_message"),
+        (json.dumps({"message": "x" * 40_000}).encode(), 413, "message_too_large"),
+    ],
+)
+async def test_bad_bodies_get_clear_errors_and_store_nothing(
+    client: httpx.AsyncClient, store: ConversationStore, body: bytes, status: int, code: str
+) -> None:
+    response = await client.post(
+        "/chat", content=body, headers=identity("user-1") | {"content-type": "application/json"}
+    )
+    assert response.status_code == status
+    assert response.json()["error"] == code
+    assert response.json()["message"]
+    assert store.load_turn_context("user-1").messages == ()
+
+
+def _fail_dynamodb(store: ConversationStore, operation: str) -> None:
+    def fail(**_: Any) -> Any:
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, operation)
+
+    setattr(store._client, operation, fail)
+
+
+async def test_a_failed_write_is_503_with_retry_after(client: httpx.AsyncClient, store: ConversationStore) -> None:
+    _fail_dynamodb(store, "put_item")
+    response = await client.post("/chat", json={"message": "hi"}, headers=identity("user-1"))
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "2"
+    assert response.json()["error"] == "store_unavailable"
+
+
+@pytest.mark.parametrize(
+    ("operation", "method", "path"),
+    [("query", "GET", "/history"), ("put_item", "POST", "/phone-links"), ("query", "GET", "/phones")],
+)
+async def test_store_failures_on_other_routes_are_503(
+    client: httpx.AsyncClient, store: ConversationStore, operation: str, method: str, path: str
+) -> None:
+    _fail_dynamodb(store, operation)
+    response = await client.request(method, path, headers=identity("user-1"))
+    assert response.status_code == 503
+    assert response.json()["error"] == "store_unavailable"
+
+
+async def test_history_pages_newest_first_and_only_the_callers(
+    client: httpx.AsyncClient, store: ConversationStore
+) -> None:
+    store.append_message("user-2", "user", "not yours")
+    for text in ("one", "two", "three"):
+        store.append_message("user-1", "user", text)
+
+    first = (await client.get("/history", params={"limit": 2}, headers=identity("user-1"))).json()
+    assert [m["content"] for m in first["messages"]] == ["three", "two"]
+    second = await client.get(
+        "/history", params={"limit": 2, "cursor": first["nextCursor"]}, headers=identity("user-1")
+    )
+    assert [m["content"] for m in second.json()["messages"]] == ["one"]
+    assert second.json()["nextCursor"] is None
+
+    # user-2 replaying user-1's cursor reads on in user-2's own partition, never user-1's.
+    replay = await client.get("/history", params={"cursor": first["nextCursor"]}, headers=identity("user-2"))
+    assert [m["content"] for m in replay.json()["messages"]] == ["not yours"]
+
+
+@pytest.mark.parametrize(
+    "params", [{"limit": 0}, {"limit": 101}, {"limit": "many"}, {"cursor": "garbage"}, {"cursor": "x" * 600}]
+)
+async def test_bad_history_queries_are_400(
+    client: httpx.AsyncClient, store: ConversationStore, params: dict[str, Any]
+) -> None:
+    response = await client.get("/history", params=params, headers=identity("user-1"))
+    assert response.status_code == 400
+    assert response.json()["error"] in {"invalid_request", "invalid_cursor"}
+
+
+async def test_phone_link_codes_and_linked_phones(client: httpx.AsyncClient, store: ConversationStore) -> None:
+    created = await client.post("/phone-links", headers=identity("user-1"))
+    assert created.status_code == 201
+    code = created.json()["code"]
+    assert store.redeem_link_code(code) == "user-1"
+    store.link_phone("+15551230001", "user-1")
+    phones = await client.get("/phones", headers=identity("user-1"))
+    assert phones.json() == {"phones": ["+15551230001"]}
+    assert (await client.get("/phones", headers=identity("user-2"))).json() == {"phones": []}
+
+
+async def test_the_openapi_document_describes_every_route_and_both_reply_types(client: httpx.AsyncClient) -> None:
+    document = (await client.get("/openapi.json")).json()
+    assert set(document["paths"]) == {"/chat", "/history", "/phone-links", "/phones"}
+    chat_200 = document["paths"]["/chat"]["post"]["responses"]["200"]["content"]
+    assert set(chat_200) == {"application/json", "text/event-stream"}
+    assert "x-amzn-request-context" not in json.dumps(document)
+    assert document["components"]["securitySchemes"]["HTTPBearer"]["type"] == "http"
+
+
+async def test_health_check_for_the_adapter(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [("GET", "/nowhere", 404, "not_found"), ("DELETE", "/chat", 405, "method_not_allowed")],
+)
+async def test_unknown_routes_and_methods_get_the_same_error_shape(
+    client: httpx.AsyncClient, method: str, path: str, status: int, code: str
+) -> None:
+    response = await client.request(method, path, headers=identity("user-1"))
+    assert response.status_code == status
+    assert response.json()["error"] == code

@@ -1,0 +1,253 @@
+"""The SMS webhook: signatures, dedupe by MessageSid, opt-outs, phone links, queueing, and every error path."""
+
+import base64
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from botocore.exceptions import ClientError
+from twilio.request_validator import RequestValidator
+
+from functions.sms_webhook.app import make_handler
+from infra.invoke import LocalLambdaContext
+from infra.twilio_emulator import webhook_form
+from onboarding.sms.intake import LINK_REFUSED, LINKED, TEXT_ONLY, SmsIntake
+from onboarding.sms.messages import SmsTurnRequest
+from onboarding.sms.queue import TurnQueue
+from onboarding.store import ConversationStore
+
+TOKEN = "test-auth-token"  # noqa: S105 - a test value
+URL = "https://abc123.execute-api.us-east-1.amazonaws.com/v1/sms"
+PHONE = "+15551230001"
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+@pytest.fixture
+def queued(sms_queue: str) -> Callable[[], list[SmsTurnRequest]]:
+    sqs = boto3.client("sqs", region_name="us-east-1")
+
+    def drain() -> list[SmsTurnRequest]:
+        messages = sqs.receive_message(QueueUrl=sms_queue, MaxNumberOfMessages=10).get("Messages", [])
+        return [SmsTurnRequest.model_validate_json(m["Body"]) for m in messages]
+
+    return drain
+
+
+@pytest.fixture
+def handler(store: ConversationStore, sms_queue: str, idempotency_table: str) -> Handler:
+    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
+    return make_handler(intake, lambda: TOKEN, URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
+
+
+def event(
+    form: dict[str, str], signature: str | None = "sign", url: str = URL, base64_body: bool = False
+) -> dict[str, Any]:
+    body = urlencode(form)
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    if signature == "sign":
+        signature = RequestValidator(TOKEN).compute_signature(url, form)
+    if signature is not None:
+        headers["X-Twilio-Signature"] = signature
+    return {
+        "resource": "/sms",
+        "path": "/sms",
+        "httpMethod": "POST",
+        "headers": headers,
+        "requestContext": {"requestId": "req-sms-1", "stage": "v1"},
+        "body": base64.b64encode(body.encode()).decode() if base64_body else body,
+        "isBase64Encoded": base64_body,
+    }
+
+
+def call(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
+    return handler(request, LocalLambdaContext(function_name="SmsWebhookFunction", aws_request_id="req-sms-1"))
+
+
+def test_a_signed_text_is_queued_for_its_user_and_answered_with_empty_twiml(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: ConversationStore
+) -> None:
+    response = call(handler, event(webhook_form("SM1", PHONE, "Hi coach")))
+    assert response["statusCode"] == 200
+    assert response["headers"]["Content-Type"] == "text/xml"
+    assert "<Message>" not in response["body"]
+    assert "<Response" in response["body"]
+    [request] = queued()
+    owner = store.phone_owner(PHONE)
+    assert owner is not None
+    assert (request.user_id, request.text, request.message_id) == (owner.user_id, "Hi coach", "SM1")
+
+
+def test_base64_bodies_are_decoded_before_the_signature_check(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]]
+) -> None:
+    response = call(handler, event(webhook_form("SM1", PHONE, "Hi ✓"), base64_body=True))
+    assert response["statusCode"] == 200
+    assert [r.text for r in queued()] == ["Hi ✓"]
+
+
+def test_header_names_in_any_case_are_found(handler: Handler, queued: Callable[[], list[SmsTurnRequest]]) -> None:
+    request = event(webhook_form("SM1", PHONE, "hi"))
+    request["headers"] = {k.lower(): v for k, v in request["headers"].items()}
+    assert call(handler, request)["statusCode"] == 200
+
+
+@pytest.mark.parametrize(
+    "request_for",
+    [
+        pytest.param(lambda f: event(f, signature=None), id="missing"),
+        pytest.param(lambda f: event(f, signature="bm90IGEgc2lnbmF0dXJl"), id="forged"),
+        pytest.param(lambda f: event(f, url="https://attacker.example/sms"), id="signed-for-another-url"),
+        pytest.param(lambda f: event(f, url=URL.replace("https", "http")), id="signed-for-http"),
+        pytest.param(lambda f: event(f) | {"body": urlencode({**f, "Body": "tampered"})}, id="body-tampered"),
+        pytest.param(lambda f: event(f) | {"isBase64Encoded": True, "body": "%%%"}, id="bad-base64"),
+    ],
+)
+def test_bad_signatures_are_403_and_nothing_is_stored_or_queued(
+    handler: Handler,
+    queued: Callable[[], list[SmsTurnRequest]],
+    store: ConversationStore,
+    request_for: Callable[[dict[str, str]], dict[str, Any]],
+) -> None:
+    response = call(handler, request_for(webhook_form("SM1", PHONE, "hi")))
+    assert response["statusCode"] == 403
+    assert queued() == []
+    assert store.phone_owner(PHONE) is None
+
+
+def test_blank_values_are_part_of_the_signature(handler: Handler) -> None:
+    form = webhook_form("SM1", PHONE, "hi")
+    signed_without_blanks = RequestValidator(TOKEN).compute_signature(URL, {k: v for k, v in form.items() if v})
+    assert call(handler, event(form))["statusCode"] == 200
+    assert call(handler, event(webhook_form("SM2", PHONE, "hi"), signature=signed_without_blanks))["statusCode"] == 403
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        {"Body": "hi"},
+        webhook_form("SM1", "5551230001", "not E.164"),
+        webhook_form("", PHONE, "no sid"),
+    ],
+)
+def test_signed_calls_without_a_usable_message_are_400(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], form: dict[str, str]
+) -> None:
+    response = call(handler, event(form))
+    assert response["statusCode"] == 400
+    assert "MessageSid" in response["body"]
+    assert queued() == []
+
+
+def test_the_same_message_sid_delivered_again_is_queued_once(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]]
+) -> None:
+    for _ in range(3):
+        assert call(handler, event(webhook_form("SM1", PHONE, "Hi coach")))["statusCode"] == 200
+    assert len(queued()) == 1
+
+
+@pytest.mark.parametrize(("keyword", "opted_out"), [("STOP", True), ("START", False), ("HELP", False)])
+def test_opt_out_keywords_are_recorded_without_the_model(
+    handler: Handler,
+    queued: Callable[[], list[SmsTurnRequest]],
+    store: ConversationStore,
+    keyword: str,
+    opted_out: bool,
+) -> None:
+    response = call(handler, event(webhook_form("SM1", PHONE, keyword.lower(), OptOutType=keyword)))
+    assert response["statusCode"] == 200
+    assert "<Message>" not in response["body"]
+    assert queued() == []
+    owner = store.phone_owner(PHONE)
+    assert owner is not None
+    assert owner.opted_out is opted_out
+
+
+def test_texts_from_an_opted_out_number_are_not_queued(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]]
+) -> None:
+    call(handler, event(webhook_form("SM1", PHONE, "stop", OptOutType="STOP")))
+    call(handler, event(webhook_form("SM2", PHONE, "are you there?")))
+    assert queued() == []
+    call(handler, event(webhook_form("SM3", PHONE, "start", OptOutType="START")))
+    call(handler, event(webhook_form("SM4", PHONE, "back again")))
+    assert [r.text for r in queued()] == ["back again"]
+
+
+def test_an_unknown_opt_out_type_is_treated_as_a_normal_text(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]]
+) -> None:
+    call(handler, event(webhook_form("SM1", PHONE, "hi", OptOutType="SOMETHING_NEW")))
+    assert [r.text for r in queued()] == ["hi"]
+
+
+def test_link_code_moves_the_phone_to_the_app_user(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: ConversationStore
+) -> None:
+    code = store.create_link_code("app-user").code
+    response = call(handler, event(webhook_form("SM1", PHONE, f"link {code}")))
+    assert LINKED.split("!")[0] in response["body"]
+    call(handler, event(webhook_form("SM2", PHONE, "I'm back, by text")))
+    assert [r.user_id for r in queued()] == ["app-user"]
+
+
+def test_a_wrong_link_code_is_refused_and_links_nothing(handler: Handler, store: ConversationStore) -> None:
+    response = call(handler, event(webhook_form("SM1", PHONE, "LINK ABCDEFGHJK")))
+    assert LINK_REFUSED.split(".")[0] in response["body"]
+    assert store.phones_of("app-user") == ()
+
+
+def test_a_text_without_words_gets_a_short_answer(handler: Handler, queued: Callable[[], list[SmsTurnRequest]]) -> None:
+    response = call(handler, event(webhook_form("SM1", PHONE, "", NumMedia="1")))
+    assert TEXT_ONLY.split(".")[0] in response["body"]
+    assert queued() == []
+
+
+def test_a_queue_failure_is_503_and_a_retry_then_goes_through(
+    handler: Handler, store: ConversationStore, queued: Callable[[], list[SmsTurnRequest]], sms_queue: str
+) -> None:
+    form = webhook_form("SM1", PHONE, "hi")
+    broken = make_handler(
+        SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue + "-missing")),
+        lambda: TOKEN,
+        URL,
+        DynamoDBPersistenceLayer(table_name="onboarding-idempotency-test"),
+    )
+    assert call(broken, event(form))["statusCode"] == 503
+    assert call(handler, event(form))["statusCode"] == 200  # the failed attempt left no dedupe record
+    assert len(queued()) == 1
+
+
+def test_a_store_failure_is_503(handler: Handler, store: ConversationStore) -> None:
+    def fail(**_: Any) -> Any:
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "GetItem")
+
+    store._client.get_item = fail  # type: ignore[method-assign]
+    assert call(handler, event(webhook_form("SM1", PHONE, "hi")))["statusCode"] == 503
+
+
+def test_a_concurrent_duplicate_is_acknowledged_while_the_first_runs(
+    store: ConversationStore, sms_queue: str, idempotency_table: str
+) -> None:
+    persistence = DynamoDBPersistenceLayer(table_name=idempotency_table)
+    inner: list[dict[str, Any]] = []
+
+    class ReentrantIntake(SmsIntake):
+        def accept(self, sms: Any) -> str | None:
+            if not inner:  # Twilio's second delivery arrives while the first is still in progress
+                inner.append(call(handler, event(webhook_form("SM1", PHONE, "hi"))))
+            return super().accept(sms)
+
+    handler = make_handler(
+        ReentrantIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue)),
+        lambda: TOKEN,
+        URL,
+        persistence,
+    )
+    first = call(handler, event(webhook_form("SM1", PHONE, "hi")))
+    assert first["statusCode"] == inner[0]["statusCode"] == 200
+    assert json.dumps(inner[0]).count("<Message>") == 0

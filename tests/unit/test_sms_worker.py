@@ -1,0 +1,171 @@
+"""The SMS worker: answers in order per user, splits long replies, handles opt-outs and failures per record."""
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from botocore.exceptions import ClientError
+
+from functions.sms_worker.app import make_handler
+from infra.bedrock_emulator import BedrockEmulator
+from infra.bedrock_emulator.server import Fault
+from infra.invoke import LocalLambdaContext
+from infra.twilio_emulator import TwilioEmulator
+from onboarding.sms.messages import SmsTurnRequest
+from onboarding.sms.responder import MODEL_APOLOGY, TOO_LONG, SmsResponder
+from onboarding.sms.sender import SendError, TwilioSender
+from onboarding.sms.split import split_message
+from onboarding.store import ConversationStore
+from onboarding.turns import TurnService
+from tests.support.sqs_events import sqs_event, sqs_record
+
+PHONE = "+15551230001"
+OUR_NUMBER = "+15550000000"
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+@pytest.fixture
+def twilio() -> Iterator[TwilioEmulator]:
+    with TwilioEmulator() as running:
+        yield running
+
+
+def sender_for(twilio: TwilioEmulator) -> TwilioSender:
+    return TwilioSender(twilio.account_sid, lambda: twilio.auth_token, twilio.url)
+
+
+@pytest.fixture
+def handler(service: TurnService, store: ConversationStore, twilio: TwilioEmulator, idempotency_table: str) -> Handler:
+    responder = SmsResponder(service, store, sender_for(twilio))
+    return make_handler(responder, DynamoDBPersistenceLayer(table_name=idempotency_table))
+
+
+def request(sid: str, text: str, user_id: str = "user-1", phone: str = PHONE) -> SmsTurnRequest:
+    return SmsTurnRequest(message_id=sid, user_id=user_id, from_phone=phone, to_phone=OUR_NUMBER, text=text)
+
+
+def call(handler: Handler, event: dict[str, Any]) -> dict[str, Any]:
+    return handler(event, LocalLambdaContext(function_name="SmsWorkerFunction", aws_request_id="req-worker-1"))
+
+
+def test_a_queued_text_is_answered_by_sms_and_both_turns_are_stored(
+    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+) -> None:
+    assert call(handler, sqs_event(sqs_record(request("SM1", "Hi coach"))))["batchItemFailures"] == []
+    [sent] = twilio.sent
+    assert (sent.to, sent.from_) == (PHONE, OUR_NUMBER)
+    assert sent.body.startswith("Hi, I'm your coach!")
+    stored = store.load_turn_context("user-1").messages
+    assert [(m.role, m.content) for m in stored] == [("user", "Hi coach"), ("assistant", sent.body)]
+
+
+def test_a_redelivered_text_is_answered_once(
+    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+) -> None:
+    for receive_count in (1, 2, 3):
+        call(handler, sqs_event(sqs_record(request("SM1", "Hi coach"), receive_count=receive_count)))
+    assert len(twilio.sent) == 1
+    assert len(store.load_turn_context("user-1").messages) == 2
+
+
+def test_one_users_texts_are_answered_in_order(
+    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+) -> None:
+    texts = ["Hi", "I'm a beginner", "I walk 5 km most days"]
+    call(handler, sqs_event(*(sqs_record(request(f"SM{i}", t)) for i, t in enumerate(texts))))
+    assert [m.content for m in store.load_turn_context("user-1").messages if m.role == "user"] == texts
+    assert "I walk 5 km most days" in twilio.sent[-1].body
+
+
+def test_a_failed_record_holds_back_only_its_own_users_later_texts(
+    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+) -> None:
+    bad = sqs_record("not a turn request", group="user-1")
+    later_same_user = sqs_record(request("SM2", "second", user_id="user-1"))
+    other_user = sqs_record(request("SM3", "hello", user_id="user-2", phone="+15551230002"))
+    response = call(handler, sqs_event(bad, later_same_user, other_user))
+    failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
+    assert failed == {bad["messageId"], later_same_user["messageId"]}
+    assert [s.to for s in twilio.sent] == ["+15551230002"]
+
+
+def test_a_long_reply_is_sent_in_parts_cut_at_sentences(
+    service: TurnService, store: ConversationStore, twilio: TwilioEmulator
+) -> None:
+    sentence = "Thanks, noted. " * 20 + "So far we have a great deal to cover, step by step! "
+    long_text = sentence * 12
+    responder = SmsResponder(service, store, sender_for(twilio))
+    sent_before = len(twilio.sent)
+    parts = responder._send(split_message(long_text), request("SM1", "x"))
+    assert parts == len(twilio.sent) - sent_before > 1
+    assert all(len(s.body) <= 1600 for s in twilio.sent)
+    assert all(s.body.endswith(("!", ".")) for s in twilio.sent)
+
+
+def test_model_failure_sends_an_apology_keeps_the_users_turn_and_is_not_retried(
+    handler: Handler, twilio: TwilioEmulator, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    emulator.queue_fault(Fault("stream_error", after_chunks=1))
+    assert call(handler, sqs_event(sqs_record(request("SM1", "Hi"))))["batchItemFailures"] == []
+    assert [s.body for s in twilio.sent] == [MODEL_APOLOGY]
+    assert [m.role for m in store.load_turn_context("user-1").messages] == ["user"]
+
+
+def test_a_text_over_the_size_limit_gets_a_clear_answer(
+    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+) -> None:
+    call(handler, sqs_event(sqs_record(request("SM1", "x" * 40_000))))
+    assert [s.body for s in twilio.sent] == [TOO_LONG]
+    assert store.load_turn_context("user-1").messages == ()
+
+
+def test_error_21610_records_the_opt_out_and_later_texts_are_not_answered(
+    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+) -> None:
+    store.link_phone(PHONE, "user-1")
+    twilio.opted_out.add(PHONE)
+    assert call(handler, sqs_event(sqs_record(request("SM1", "Hi"))))["batchItemFailures"] == []
+    owner = store.phone_owner(PHONE)
+    assert owner is not None
+    assert owner.opted_out
+    call(handler, sqs_event(sqs_record(request("SM2", "still there?"))))
+    assert twilio.sent == []
+    assert [m.content for m in store.load_turn_context("user-1").messages if m.role == "user"] == ["Hi"]
+
+
+def test_other_twilio_errors_fail_the_record_for_a_retry(
+    service: TurnService, store: ConversationStore, twilio: TwilioEmulator, idempotency_table: str
+) -> None:
+    wrong_token = TwilioSender(twilio.account_sid, lambda: "wrong-token", twilio.url)
+    handler = make_handler(
+        SmsResponder(service, store, wrong_token), DynamoDBPersistenceLayer(table_name=idempotency_table)
+    )
+    with pytest.raises(BatchProcessingError):  # a batch whose records all failed is retried whole
+        call(handler, sqs_event(sqs_record(request("SM1", "Hi"))))
+    assert twilio.sent == []
+    with pytest.raises(SendError, match="20003"):
+        wrong_token.send(PHONE, OUR_NUMBER, "hello")
+
+
+def test_a_rotated_auth_token_is_used_without_a_restart(twilio: TwilioEmulator) -> None:
+    tokens = ["old-token", twilio.auth_token]
+    sender = TwilioSender(twilio.account_sid, lambda: tokens[0], twilio.url)
+    with pytest.raises(SendError):
+        sender.send(PHONE, OUR_NUMBER, "hello")
+    tokens.pop(0)
+    sender.send(PHONE, OUR_NUMBER, "hello")
+    assert [s.body for s in twilio.sent] == ["hello"]
+
+
+def test_a_store_failure_fails_the_record_and_nothing_is_sent(
+    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+) -> None:
+    def fail(**_: Any) -> Any:
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "PutItem")
+
+    store._client.put_item = fail  # type: ignore[method-assign]
+    with pytest.raises(BatchProcessingError):
+        call(handler, sqs_event(sqs_record(request("SM1", "Hi"))))
+    assert twilio.sent == []
