@@ -5,7 +5,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from onboarding.sms.split import split_message, sms_length
+from onboarding.sms.split import sms_length, split_message
 
 sentences = st.lists(
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=400).map(
