@@ -1,8 +1,10 @@
-"""The embedded local stack: a DynamoDB server (moto, over HTTP) and the Bedrock emulator.
+"""The embedded local stack: moto's server over HTTP (DynamoDB, SQS, SSM), the Bedrock emulator,
+the Twilio stand-in and, on request, the local gateway (API routes and the SQS poller).
 
 Code under test is pointed at it only through AWS's standard endpoint variables
-(`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`), exactly as it would be at any
-other endpoint. With `data_file` set, the table survives restarts: it is loaded from that file on
+(`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`, `AWS_ENDPOINT_URL_SQS`, ...),
+exactly as it would be at any other endpoint; Twilio's client through `TWILIO_API_BASE_URL`.
+With `data_file` set, the conversation table survives restarts: it is loaded from that file on
 start and written back after every `save()` and on stop.
 
 Run `python -m infra.local_stack` to keep one running in the foreground for other processes
@@ -25,10 +27,17 @@ from typing import Any
 import boto3
 
 from infra.bedrock_emulator import BedrockEmulator
+from infra.local_gateway import LocalGateway, QueuePoller, queue_subscribers
 from infra.template import table_create_request
+from infra.twilio_emulator import TwilioEmulator
 
 TABLE_LOGICAL_ID = "ConversationTable"
 DEFAULT_TABLE_NAME = "onboarding-memory-local"
+IDEMPOTENCY_TABLE_NAME = "onboarding-idempotency-local"
+SMS_QUEUE_NAME = "onboarding-sms-local.fifo"
+# The URL the sample events are signed for; with the gateway running, its own /sms replaces it.
+SAMPLE_WEBHOOK_URL = "https://abc123.execute-api.us-east-1.amazonaws.com/v1/sms"
+TWILIO_AUTH_TOKEN_PARAMETER = "/onboarding-memory/twilio-auth-token"  # noqa: S105 - a parameter name
 LOCAL_REGION = "us-east-1"
 
 
@@ -92,12 +101,25 @@ class LocalStack:
         dynamodb_port: int | None = None,
         bedrock_port: int = 0,
         host: str = "127.0.0.1",
+        api_port: int | None = None,
+        twilio_port: int = 0,
     ) -> None:
+        """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue."""
         self.data_file = data_file
         self.table_name = table_name
+        self.host = host
         self.dynamodb = LocalDynamoDB(host=host, port=dynamodb_port)
         self.bedrock = BedrockEmulator(host=host, port=bedrock_port, chunk_delay_s=chunk_delay_s)
+        self.twilio = TwilioEmulator(host=host, port=twilio_port)
+        self.api_port = None if api_port is None else (api_port or free_port(host))
+        self.sms_queue_url = ""
+        self._gateway: LocalGateway | None = None
+        self._pollers: list[QueuePoller] = []
         self._saved_env: dict[str, str | None] = {}
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{'127.0.0.1' if self.host == '0.0.0.0' else self.host}:{self.api_port}"  # noqa: S104
 
     @property
     def environment(self) -> dict[str, str]:
@@ -111,17 +133,31 @@ class LocalStack:
             "AWS_SECRET_ACCESS_KEY": "local",
             "AWS_SESSION_TOKEN": "local",
             "TABLE_NAME": self.table_name,
+            "AWS_ENDPOINT_URL_SQS": self.dynamodb.url,
+            "AWS_ENDPOINT_URL_SSM": self.dynamodb.url,
+            "IDEMPOTENCY_TABLE_NAME": IDEMPOTENCY_TABLE_NAME,
+            "SMS_QUEUE_URL": self.sms_queue_url,
+            "TWILIO_ACCOUNT_SID": self.twilio.account_sid,
+            "TWILIO_AUTH_TOKEN_PARAMETER": TWILIO_AUTH_TOKEN_PARAMETER,
+            "TWILIO_API_BASE_URL": self.twilio.url,
+            "TWILIO_WEBHOOK_URL": SAMPLE_WEBHOOK_URL if self.api_port is None else f"{self.api_url}/sms",
         }
 
     def __enter__(self) -> "LocalStack":
         self.dynamodb.start()
         try:
             self.bedrock.start()
+            self.twilio.start()
+            self._create_resources()
             for name, value in self.environment.items():
                 self._saved_env[name] = os.environ.get(name)
                 os.environ[name] = value
-            self._client().create_table(**table_create_request(TABLE_LOGICAL_ID, self.table_name))
             self._load()
+            if self.api_port is not None:
+                self._gateway = LocalGateway(self.host, self.api_port).start()
+                self._pollers = [
+                    QueuePoller(logical_id, self.sms_queue_url).start() for logical_id in queue_subscribers("SmsQueue")
+                ]
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -134,6 +170,11 @@ class LocalStack:
             if exc_type is None:
                 self.save()
         finally:
+            for poller in self._pollers:
+                poller.stop()
+            if self._gateway is not None:
+                self._gateway.stop()
+            self.twilio.stop()
             self.bedrock.stop()
             self.dynamodb.stop()
             for name, value in self._saved_env.items():
@@ -142,13 +183,27 @@ class LocalStack:
                 else:
                     os.environ[name] = value
 
-    def _client(self) -> Any:
-        return boto3.client(
-            "dynamodb",
+    def _client(self, service: str = "dynamodb") -> Any:
+        return boto3.client(  # type: ignore[call-overload]
+            service,
             region_name=LOCAL_REGION,
             endpoint_url=self.dynamodb.url,
             aws_access_key_id="local",
             aws_secret_access_key="local",  # noqa: S106 - the local server's dummy credentials
+        )
+
+    def _create_resources(self) -> None:
+        """The template's tables and queue, and the secret the SMS functions read."""
+        dynamodb = self._client()
+        dynamodb.create_table(**table_create_request(TABLE_LOGICAL_ID, self.table_name))
+        dynamodb.create_table(**table_create_request("IdempotencyTable", IDEMPOTENCY_TABLE_NAME))
+        self.sms_queue_url = self._client("sqs").create_queue(
+            QueueName=SMS_QUEUE_NAME,
+            # Short, so a failed text is retried within seconds locally (the template's is longer).
+            Attributes={"FifoQueue": "true", "VisibilityTimeout": "5"},
+        )["QueueUrl"]
+        self._client("ssm").put_parameter(
+            Name=TWILIO_AUTH_TOKEN_PARAMETER, Value=self.twilio.auth_token, Type="SecureString", Overwrite=True
         )
 
     def items(self) -> Iterator[dict[str, Any]]:
@@ -189,6 +244,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dynamodb-port", type=int, default=8000)
     parser.add_argument("--bedrock-port", type=int, default=8001)
+    parser.add_argument("--api-port", type=int, default=3000, help="the API routes (like `sam local start-api`)")
+    parser.add_argument("--twilio-port", type=int, default=8002)
     parser.add_argument("--data-file", type=Path, default=Path(".local/dynamodb.jsonl"))
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 lets `sam local invoke` containers reach it"
@@ -200,8 +257,12 @@ def main() -> None:
         dynamodb_port=arguments.dynamodb_port,
         bedrock_port=arguments.bedrock_port,
         host=arguments.host,
+        api_port=arguments.api_port,
+        twilio_port=arguments.twilio_port,
     ) as stack:
-        print("Local stack running. Point your process at it with:")
+        print(f"Local stack running. API: {stack.api_url} (OpenAPI at {stack.api_url}/openapi.json;")
+        print("  send `Authorization: Bearer <any user id>`), SMS webhook: POST /sms.")
+        print("Point another process at it with:")
         for name, value in stack.environment.items():
             print(f"  export {name}={value}")
         print("Ctrl-C stops it and saves the table.")

@@ -1,5 +1,6 @@
 """Read template.yaml, so the local stack builds its table and finds handlers exactly as SAM would."""
 
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -63,3 +64,17 @@ def function_handler(logical_id: str) -> tuple[Path, str, str]:
     properties = resource(logical_id)["Properties"]
     module, _, function = properties["Handler"].rpartition(".")
     return REPO_ROOT / properties["CodeUri"], module, function
+
+
+def web_adapter_app(logical_id: str) -> tuple[Path, str, str] | None:
+    """(code directory, module, attribute) of the ASGI app a Lambda Web Adapter function serves,
+    read from its start-up script (`... uvicorn ... module:attribute`); None for other functions."""
+    properties = resource(logical_id)["Properties"]
+    if not str(properties["Handler"]).endswith(".sh"):
+        return None
+    code_dir = REPO_ROOT / properties["CodeUri"]
+    script = (code_dir / properties["Handler"]).read_text(encoding="utf-8")
+    match = re.search(r"uvicorn\b.*?\s([A-Za-z_][\w.]*):([A-Za-z_]\w*)\s*$", script, re.MULTILINE)
+    if match is None:
+        raise ValueError(f"{logical_id}'s {properties['Handler']} does not start an ASGI app with uvicorn")
+    return code_dir, match[1], match[2]

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
+
 from infra.local_stack import free_port
 from onboarding.prompts import STEP_PROMPTS
 from onboarding.state import OnboardingAgentType
@@ -118,9 +120,9 @@ def test_the_reply_streams_token_by_token(tmp_path: Path) -> None:
     assert reads_after_prompt >= 5
 
 
-def test_invoke_the_chat_function_with_an_event_file(tmp_path: Path) -> None:
+def test_invoke_the_api_function_with_an_event_file(tmp_path: Path) -> None:
     completed = _run(
-        "infra.invoke", "ChatFunction", "-e", "events/chat_message.json", "--data-file", str(tmp_path / "m.jsonl")
+        "infra.invoke", "ApiFunction", "-e", "events/api_chat.json", "--data-file", str(tmp_path / "m.jsonl")
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     response = json.loads(completed.stdout[completed.stdout.index("{\n") :])
@@ -134,10 +136,11 @@ def test_invoke_the_chat_function_with_an_event_file(tmp_path: Path) -> None:
 def test_the_standalone_stack_serves_another_process_and_saves_on_sigterm(tmp_path: Path) -> None:
     """What `sam local invoke --env-vars events/env.local.json` relies on, minus the container."""
     data_file = tmp_path / "standalone.jsonl"
-    dynamodb_port, bedrock_port = free_port(), free_port()
+    dynamodb_port, bedrock_port, api_port, twilio_port = free_port(), free_port(), free_port(), free_port()
     stack = subprocess.Popen(  # noqa: S603
         [sys.executable, "-m", "infra.local_stack", "--data-file", str(data_file),
-         "--dynamodb-port", str(dynamodb_port), "--bedrock-port", str(bedrock_port)],
+         "--dynamodb-port", str(dynamodb_port), "--bedrock-port", str(bedrock_port),
+         "--api-port", str(api_port), "--twilio-port", str(twilio_port)],
         stdout=subprocess.PIPE, text=True, cwd=REPO,
     )  # fmt: skip
     try:
@@ -150,16 +153,26 @@ def test_the_standalone_stack_serves_another_process_and_saves_on_sigterm(tmp_pa
             "TABLE_NAME": "onboarding-memory-local",
         }
         completed = subprocess.run(
-            [sys.executable, "-m", "infra.invoke", "ChatFunction", "-e", "events/chat_message.json", "--aws"],
+            [sys.executable, "-m", "infra.invoke", "ApiFunction", "-e", "events/api_chat.json", "--aws"],
             capture_output=True, text=True, cwd=REPO, env=environment, timeout=120, check=False,
         )  # fmt: skip
         assert completed.returncode == 0, completed.stderr[-2000:]
         assert '"statusCode": 200' in completed.stdout
+        # The same stack serves the API routes over HTTP, as `sam local start-api` would.
+        streamed = httpx.post(
+            f"http://127.0.0.1:{api_port}/chat",
+            json={"message": "Hi"},
+            headers={"Authorization": "Bearer standalone-user", "Accept": "text/event-stream"},
+            timeout=60,
+        )
+        assert streamed.status_code == 200
+        assert streamed.text.count("event: chunk") > 1
+        assert "event: done" in streamed.text
     finally:
         stack.send_signal(signal.SIGTERM)
         assert stack.wait(timeout=60) == 0
     saved = [json.loads(line) for line in data_file.read_text(encoding="utf-8").splitlines()]
-    assert sorted(item["role"]["S"] for item in saved) == ["assistant", "user"]
+    assert sorted(item["role"]["S"] for item in saved) == ["assistant", "assistant", "user", "user"]
 
 
 def test_aws_mode_without_a_table_says_what_to_set() -> None:

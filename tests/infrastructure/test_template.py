@@ -1,6 +1,7 @@
 """template.yaml and packaging: lint-clean, every handler where the template says, the layer pinned."""
 
 import importlib.metadata
+import json
 import os
 import re
 import shutil
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.template import function_handler, load_template
+from infra.template import function_handler, load_template, resource, web_adapter_app
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,9 +47,15 @@ def _functions() -> list[str]:
 
 @pytest.mark.parametrize("logical_id", _functions())
 def test_every_function_handler_exists(logical_id: str) -> None:
-    code_dir, module, function = function_handler(logical_id)
+    located = web_adapter_app(logical_id)
+    if located is None:
+        code_dir, module, name = function_handler(logical_id)
+    else:
+        code_dir, module, name = located
+        script = code_dir / resource(logical_id)["Properties"]["Handler"]
+        assert os.access(script, os.X_OK), f"{script.name} must be executable for the adapter to start it"
     source = (code_dir / f"{module}.py").read_text(encoding="utf-8")
-    assert re.search(rf"^{function} = |^def {function}\(", source, re.MULTILINE)
+    assert re.search(rf"^{name} = |^def {name}\(", source, re.MULTILINE)
 
 
 def test_functions_run_python_3_13_behind_a_regional_rest_api() -> None:
@@ -59,9 +66,87 @@ def test_functions_run_python_3_13_behind_a_regional_rest_api() -> None:
     assert api["Properties"]["EndpointConfiguration"]["Type"] == "REGIONAL"
 
 
-def test_the_layer_pins_exactly_what_the_tests_run_with() -> None:
-    """layers/onboarding/requirements.txt is exported from uv.lock; the test venv is synced from it."""
-    lines = (REPO / "layers/onboarding/requirements.txt").read_text().splitlines()
+PACKAGES = {
+    "layers/onboarding/requirements.txt": (
+        "aws-lambda-powertools",
+        "boto3",
+        "pydantic",
+        "langchain-core",
+        "langchain-aws",
+    ),
+    "layers/twilio/requirements.txt": ("twilio",),
+    "functions/api/requirements.txt": ("fastapi", "uvicorn", "starlette"),
+}
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGES))
+def test_each_package_pins_exactly_what_the_tests_run_with(path: str) -> None:
+    """Each requirements.txt SAM builds from is exported from uv.lock; the test venv is synced from it."""
+    lines = (REPO / path).read_text().splitlines()
     pinned = {m[1]: m[2] for line in lines if (m := re.match(r"^([A-Za-z0-9_.-]+)==([^ ;]+)", line))}
-    for name in ("aws-lambda-powertools", "boto3", "pydantic", "langchain-core", "langchain-aws"):
+    for name in PACKAGES[path]:
         assert pinned[name] == importlib.metadata.version(name), name
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not on PATH")
+def test_the_exported_requirements_are_current(tmp_path: Path) -> None:
+    """infra/export_requirements.sh regenerates them; a stale copy would ship other versions than the lock."""
+    before = {path: (REPO / path).read_text() for path in PACKAGES}
+    subprocess.run(["sh", "infra/export_requirements.sh"], cwd=REPO, check=True, capture_output=True)  # noqa: S607
+    after = {path: (REPO / path).read_text() for path in PACKAGES}
+    assert after == before
+
+
+def test_the_sms_webhook_never_imports_langchain() -> None:
+    """Its cold start is inside Twilio's 15-second budget; LangChain alone costs over a second."""
+    probe = (
+        "import sys; from infra.lambda_runner import _load_module; from infra.template import function_handler;"
+        "code_dir, module, _ = function_handler('SmsWebhookFunction');"
+        "_load_module('SmsWebhookFunction', code_dir, module);"
+        "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith(('langchain', 'langsmith', 'numpy'))}))"
+    )
+    completed = subprocess.run(  # noqa: S603
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=False, timeout=60
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.strip() == "[]"
+
+
+def test_the_mobile_api_streams_through_lambda_web_adapter_on_every_route() -> None:
+    properties = resource("ApiFunction")["Properties"]
+    variables = properties["Environment"]["Variables"]
+    assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
+    assert variables["AWS_LWA_INVOKE_MODE"] == "response_stream"
+    assert "LambdaAdapterLayerArm64" in json.dumps(properties["Layers"])
+    # Buffered routes would hand API Gateway the adapter's stream prelude as a proxy response.
+    assert {e["Properties"]["ResponseTransferMode"] for e in properties["Events"].values()} == {"RESPONSE_STREAM"}
+
+
+def test_the_sms_queue_is_fifo_with_a_fifo_dead_letter_queue() -> None:
+    queue = resource("SmsQueue")["Properties"]
+    dead_letters = resource("SmsDeadLetterQueue")["Properties"]
+    assert queue["FifoQueue"] is True
+    assert dead_letters["FifoQueue"] is True
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": "SmsDeadLetterQueue.Arn"}
+    worker_timeout = resource("SmsWorkerFunction")["Properties"]["Timeout"]
+    assert queue["VisibilityTimeout"] >= 6 * worker_timeout
+    events = resource("SmsWorkerFunction")["Properties"]["Events"]
+    assert events["Texts"]["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+@pytest.mark.parametrize("logical_id", _functions())
+def test_policies_name_actions_and_resources_no_wildcard_services(logical_id: str) -> None:
+    for statement in resource(logical_id)["Properties"]["Policies"][0]["Statement"]:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert all(not action.endswith(":*") and action != "*" for action in actions), statement
+        assert statement["Resource"] != "*", statement
+
+
+def test_only_the_webhook_route_skips_the_cognito_authorizer() -> None:
+    unauthenticated = [
+        (logical_id, event["Properties"]["Path"])
+        for logical_id in _functions()
+        for event in resource(logical_id)["Properties"].get("Events", {}).values()
+        if event["Type"] == "Api" and event["Properties"].get("Auth", {}).get("Authorizer") == "NONE"
+    ]
+    assert unauthenticated == [("SmsWebhookFunction", "/sms")]

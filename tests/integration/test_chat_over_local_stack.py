@@ -1,5 +1,6 @@
-"""The chat function end to end over real HTTP: handler -> store -> local DynamoDB server,
-model -> Bedrock emulator. The function is loaded from template.yaml as Lambda would load it."""
+"""The mobile API function end to end over real HTTP: app -> store -> local DynamoDB server,
+model -> Bedrock emulator. The function is loaded from template.yaml as Lambda would load it, and
+given the event the way Lambda Web Adapter gives it."""
 
 import json
 import threading
@@ -8,14 +9,14 @@ from typing import Any
 
 import boto3
 
-from infra.invoke import invoke
+from infra.lambda_runner import invoke
 from infra.local_stack import LocalStack
 from onboarding.prompts import STEP_PROMPTS
 from onboarding.settings import Settings
 from onboarding.state import OnboardingAgentType
 from onboarding.store_factory import build_store
 
-SAMPLE_EVENT = json.loads((Path(__file__).parents[2] / "events" / "chat_message.json").read_text(encoding="utf-8"))
+SAMPLE_EVENT = json.loads((Path(__file__).parents[2] / "events" / "api_chat.json").read_text(encoding="utf-8"))
 QUESTIONS = [field.question for field in STEP_PROMPTS[OnboardingAgentType.FITNESS_ASSESSMENT].fields]
 
 
@@ -23,7 +24,7 @@ def _chat(user_id: str, message: str) -> dict[str, Any]:
     event = json.loads(json.dumps(SAMPLE_EVENT))
     event["requestContext"]["authorizer"]["claims"]["sub"] = user_id
     event["body"] = json.dumps({"message": message})
-    response = invoke("ChatFunction", event)
+    response = invoke("ApiFunction", event)
     assert response["statusCode"] == 200, response["body"]
     body: dict[str, Any] = json.loads(response["body"])
     return body

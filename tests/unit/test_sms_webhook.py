@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from twilio.request_validator import RequestValidator
 
 from functions.sms_webhook.app import make_handler
-from infra.invoke import LocalLambdaContext
+from infra.lambda_runner import LocalLambdaContext
 from infra.twilio_emulator import webhook_form
 from onboarding.sms.intake import LINK_REFUSED, LINKED, TEXT_ONLY, SmsIntake
 from onboarding.sms.messages import SmsTurnRequest

@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from functions.sms_worker.app import make_handler
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.server import Fault
-from infra.invoke import LocalLambdaContext
+from infra.lambda_runner import LocalLambdaContext
 from infra.twilio_emulator import TwilioEmulator
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.responder import MODEL_APOLOGY, TOO_LONG, SmsResponder

@@ -12,6 +12,8 @@ from typing import Literal
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from onboarding.text import is_blank
+
 Role = Literal["user", "assistant"]
 ChatTurn = HumanMessage | AIMessage
 
@@ -20,11 +22,6 @@ ChatTurn = HumanMessage | AIMessage
 class HistoryTurn:
     role: Role
     content: str
-
-
-def is_blank(text: str) -> bool:
-    """Bedrock rejects text blocks that are empty or only whitespace."""
-    return not text.strip()
 
 
 def _as_message(role: Role, texts: list[str]) -> ChatTurn:

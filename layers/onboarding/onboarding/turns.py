@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from aws_lambda_powertools import Logger
 
 from onboarding.agents import BaseOnboardingAgent
-from onboarding.conversation import is_blank
 from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.store import ConversationStore, StoredMessage
+from onboarding.text import is_blank
 
 logger = Logger(child=True)
 

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from aws_lambda_powertools import Logger
 
-from onboarding.conversation import is_blank
 from onboarding.sms.messages import InboundSms, OptOut, SmsTurnRequest
 from onboarding.sms.queue import TurnQueue
 from onboarding.store import ConversationStore
+from onboarding.text import is_blank
 
 logger = Logger(child=True)
 

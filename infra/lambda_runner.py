@@ -1,0 +1,83 @@
+"""Runs template.yaml's functions in this process, as Lambda would: the handler module imported once
+per function (warm afterwards), a context object, and for Lambda Web Adapter functions the event
+turned into an HTTP request to their ASGI app (see infra.web_adapter)."""
+
+import asyncio
+import importlib.util
+import os
+import sys
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from infra.template import function_handler, web_adapter_app
+from infra.web_adapter import invoke_asgi
+
+
+@dataclass
+class LocalLambdaContext:
+    """The attributes of Lambda's context object that handlers and Powertools read."""
+
+    function_name: str
+    memory_limit_in_mb: int = 1024
+    function_version: str = "$LATEST"
+    aws_request_id: str = ""
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:us-east-1:000000000000:function:{self.function_name}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+_warm_modules: dict[tuple[str, frozenset[tuple[str, str]]], ModuleType] = {}
+_loading = threading.Lock()  # the local gateway invokes from several threads
+
+
+def _load_module(logical_id: str, code_dir: Path, module_name: str) -> ModuleType:
+    """Import the function's module as Lambda would, once per function and environment (a warm
+    start afterwards; a changed environment, like a changed configuration in Lambda, starts cold).
+    Every function's file may be called app.py, so each gets its own module name."""
+    with _loading:
+        return _load_module_once((logical_id, frozenset(os.environ.items())), code_dir, module_name)
+
+
+def _load_module_once(key: tuple[str, frozenset[tuple[str, str]]], code_dir: Path, module_name: str) -> ModuleType:
+    logical_id = key[0]
+    if key not in _warm_modules:
+        spec = importlib.util.spec_from_file_location(
+            f"_lambda_{logical_id}_{module_name}", code_dir / f"{module_name}.py"
+        )
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load the handler of {logical_id} from {code_dir}")
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(code_dir))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(code_dir))
+        _warm_modules[key] = module
+    return _warm_modules[key]
+
+
+def asgi_app(logical_id: str) -> Any:
+    """The ASGI app a Lambda Web Adapter function serves."""
+    located = web_adapter_app(logical_id)
+    if located is None:
+        raise ValueError(f"{logical_id} is not served through Lambda Web Adapter")
+    code_dir, module_name, attribute = located
+    return getattr(_load_module(logical_id, code_dir, module_name), attribute)
+
+
+def invoke(logical_id: str, event: dict[str, Any]) -> Any:
+    """Call the function once with `event`, as `sam local invoke` would."""
+    if web_adapter_app(logical_id) is not None:
+        return asyncio.run(invoke_asgi(asgi_app(logical_id), event))
+    code_dir, module_name, function_name = function_handler(logical_id)
+    module = _load_module(logical_id, code_dir, module_name)
+    context = LocalLambdaContext(function_name=logical_id, aws_request_id=str(uuid.uuid4()))
+    return getattr(module, function_name)(event, context)

@@ -1,0 +1,241 @@
+"""A Docker-less stand-in for API Gateway and Lambda's SQS poller, serving template.yaml's functions.
+
+- Routes come from the template's `Api` events. A Lambda Web Adapter function (the mobile API) gets
+  the HTTP request itself, streamed both ways, as the adapter gives it in Lambda; other functions
+  get an API Gateway REST proxy event through `infra.invoke`.
+- Authorization stand-in: on routes that need the Cognito authorizer, `Authorization: Bearer <user id>`
+  is accepted as that user (no token is verified: this is a local tool, never deployed). It becomes
+  the `x-amzn-request-context` header the adapter sends; a client-sent copy is dropped, as there.
+- `/openapi.json` and `/docs` come from the mobile API's app, unauthenticated.
+- The SQS poller feeds queued messages to the functions the template subscribes to the queue, in
+  batches, deleting the ones the function did not report as failed.
+"""
+
+import asyncio
+import base64
+import json
+import threading
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import uvicorn
+
+from infra.lambda_runner import asgi_app, invoke
+from infra.template import load_template, web_adapter_app
+from infra.web_adapter import REQUEST_CONTEXT_HEADER
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+PUBLIC_DOCUMENTS = ("/openapi.json", "/docs")
+
+
+@dataclass(frozen=True)
+class Route:
+    logical_id: str
+    method: str
+    path: str
+    authorized: bool
+
+
+def api_routes() -> list[Route]:
+    """Every `Api` event of every function in template.yaml."""
+    template = load_template()
+    default_auth = bool(
+        template["Resources"].get("ChatApi", {}).get("Properties", {}).get("Auth", {}).get("DefaultAuthorizer")
+    )
+    routes = []
+    for logical_id, resource in template["Resources"].items():
+        if resource["Type"] != "AWS::Serverless::Function":
+            continue
+        for event in resource["Properties"].get("Events", {}).values():
+            if event["Type"] != "Api":
+                continue
+            properties = event["Properties"]
+            authorizer = properties.get("Auth", {}).get("Authorizer")
+            authorized = default_auth and authorizer != "NONE"
+            routes.append(Route(logical_id, properties["Method"].upper(), properties["Path"], authorized))
+    return routes
+
+
+async def _respond(send: Send, status: int, body: bytes, content_type: str = "application/json") -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type.encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+class GatewayApp:
+    """The ASGI app of the local gateway."""
+
+    def __init__(self, routes: list[Route]) -> None:
+        self._routes = {(route.method, route.path): route for route in routes}
+        self._documents_from = next((r.logical_id for r in routes if web_adapter_app(r.logical_id)), None)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path, method = scope["path"], scope["method"]
+        if path in PUBLIC_DOCUMENTS and self._documents_from is not None:
+            await asgi_app(self._documents_from)(scope, receive, send)
+            return
+        route = self._routes.get((method, path))
+        if route is None:
+            await _respond(
+                send,
+                403 if not any(p == path for _, p in self._routes) else 405,
+                b'{"message":"Missing Authentication Token"}',
+            )
+            return
+        headers = [(k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() != REQUEST_CONTEXT_HEADER]
+        request_context: dict[str, Any] = {"requestId": str(uuid.uuid4()), "stage": "v1", "httpMethod": method}
+        if route.authorized:
+            user_id = self._bearer(headers)
+            if user_id is None:
+                await _respond(send, 401, b'{"message":"Unauthorized"}')
+                return
+            request_context["authorizer"] = {"claims": {"sub": user_id}}
+        if web_adapter_app(route.logical_id) is not None:
+            headers.append((REQUEST_CONTEXT_HEADER.encode(), json.dumps(request_context).encode()))
+            await asgi_app(route.logical_id)(scope | {"headers": headers}, receive, send)
+            return
+        await self._invoke(route, scope, headers, request_context, await _read_body(receive), send)
+
+    @staticmethod
+    def _bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
+        for key, value in headers:
+            if key.decode("latin-1").lower() == "authorization":
+                scheme, _, token = value.decode("latin-1").partition(" ")
+                if scheme.lower() == "bearer" and token.strip():
+                    return token.strip()
+        return None
+
+    @staticmethod
+    async def _invoke(
+        route: Route,
+        scope: Scope,
+        headers: list[tuple[bytes, bytes]],
+        request_context: dict[str, Any],
+        body: bytes,
+        send: Send,
+    ) -> None:
+        try:
+            text, encoded = body.decode("utf-8"), False
+        except UnicodeDecodeError:
+            text, encoded = base64.b64encode(body).decode(), True
+        event = {
+            "resource": route.path,
+            "path": route.path,
+            "httpMethod": route.method,
+            "headers": {k.decode("latin-1"): v.decode("latin-1") for k, v in headers},
+            "queryStringParameters": None,
+            "requestContext": request_context,
+            "body": text,
+            "isBase64Encoded": encoded,
+        }
+        response = await asyncio.to_thread(invoke, route.logical_id, event)
+        body_out = response.get("body") or ""
+        raw = base64.b64decode(body_out) if response.get("isBase64Encoded") else body_out.encode()
+        out_headers = [(k.lower().encode(), str(v).encode()) for k, v in (response.get("headers") or {}).items()]
+        await send({"type": "http.response.start", "status": response["statusCode"], "headers": out_headers})
+        await send({"type": "http.response.body", "body": raw})
+
+
+class QueuePoller:
+    """Lambda's SQS event source mapping, locally: receive, invoke, delete what succeeded."""
+
+    def __init__(self, logical_id: str, queue_url: str, batch_size: int = 10) -> None:
+        self._logical_id = logical_id
+        self._queue_url = queue_url
+        self._batch_size = batch_size
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"poller-{logical_id}")
+
+    def start(self) -> "QueuePoller":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        sqs = boto3.client("sqs")
+        while not self._stop.is_set():
+            messages = sqs.receive_message(
+                QueueUrl=self._queue_url,
+                MaxNumberOfMessages=self._batch_size,
+                WaitTimeSeconds=1,
+                MessageSystemAttributeNames=["All"],
+            ).get("Messages", [])
+            if not messages:
+                continue
+            arn = sqs.get_queue_attributes(QueueUrl=self._queue_url, AttributeNames=["QueueArn"])["Attributes"]
+            records: list[dict[str, Any]] = [
+                {
+                    "messageId": m["MessageId"],
+                    "receiptHandle": m["ReceiptHandle"],
+                    "body": m["Body"],
+                    "attributes": m.get("Attributes", {}),
+                    "messageAttributes": {},
+                    "md5OfBody": m["MD5OfBody"],
+                    "eventSource": "aws:sqs",
+                    "eventSourceARN": arn["QueueArn"],
+                    "awsRegion": sqs.meta.region_name,
+                }
+                for m in messages
+            ]
+            try:
+                response = invoke(self._logical_id, {"Records": records})
+                failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+            except Exception:  # a failed invocation leaves the whole batch for a retry, as in Lambda
+                failed = {record["messageId"] for record in records}
+            for record in records:
+                if record["messageId"] not in failed:
+                    sqs.delete_message(QueueUrl=self._queue_url, ReceiptHandle=record["receiptHandle"])
+
+
+def queue_subscribers(queue_logical_id: str) -> list[str]:
+    """The functions template.yaml subscribes to a queue."""
+    subscribers = []
+    for logical_id, resource in load_template()["Resources"].items():
+        for event in (
+            resource.get("Properties", {}).get("Events", {}).values()
+            if resource["Type"] == "AWS::Serverless::Function"
+            else []
+        ):
+            if event["Type"] == "SQS" and event["Properties"]["Queue"] == {"Fn::GetAtt": f"{queue_logical_id}.Arn"}:
+                subscribers.append(logical_id)
+    return subscribers
+
+
+class LocalGateway:
+    """The gateway served by uvicorn on a background thread."""
+
+    def __init__(self, host: str, port: int) -> None:
+        config = uvicorn.Config(GatewayApp(api_routes()), host=host, port=port, log_level="warning", access_log=False)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True, name="local-gateway")
+
+    def start(self, timeout_s: float = 30.0) -> "LocalGateway":
+        self._thread.start()
+        deadline = threading.Event()
+        for _ in range(int(timeout_s / 0.05)):
+            if self._server.started:
+                return self
+            deadline.wait(0.05)
+        raise RuntimeError("the local gateway did not start")
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)

@@ -1,0 +1,126 @@
+"""Both channels over real HTTP on loopback: the local gateway (API routes from template.yaml), the
+moto server (DynamoDB, SQS, SSM), the Bedrock emulator and the Twilio stand-in."""
+
+import json
+import time
+from collections.abc import Iterator
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+
+from infra.local_stack import LocalStack
+from infra.twilio_emulator import webhook_form
+
+
+@pytest.fixture(scope="module")
+def gateway_stack() -> Iterator[LocalStack]:
+    with LocalStack(api_port=0, chunk_delay_s=0.02) as stack:
+        yield stack
+
+
+def bearer(user_id: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {user_id}"}
+
+
+def text_sms(stack: LocalStack, sid: str, phone: str, body: str) -> httpx.Response:
+    form = webhook_form(sid, phone, body)
+    url = f"{stack.api_url}/sms"
+    return httpx.post(
+        url,
+        content=urlencode(form),
+        headers={
+            "X-Twilio-Signature": stack.twilio.sign(url, form),
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+    )
+
+
+def test_the_reply_streams_chunk_by_chunk_before_the_model_has_finished(
+    gateway_stack: LocalStack, user_id: str
+) -> None:
+    arrivals: list[tuple[float, str]] = []
+    with httpx.stream(
+        "POST",
+        f"{gateway_stack.api_url}/chat",
+        json={"message": "Hi"},
+        headers=bearer(user_id) | {"Accept": "text/event-stream"},
+        timeout=30,
+    ) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                arrivals.append((time.monotonic(), line.removeprefix("event: ")))
+    names = [name for _, name in arrivals]
+    assert names[-1] == "done"
+    assert names.count("chunk") > 5
+    # With 20 ms between the emulator's chunks, a buffered reply would arrive all at once.
+    assert arrivals[-1][0] - arrivals[0][0] > 0.1
+
+
+def test_the_api_refuses_callers_without_a_token_and_serves_its_openapi_document(gateway_stack: LocalStack) -> None:
+    assert httpx.post(f"{gateway_stack.api_url}/chat", json={"message": "hi"}).status_code == 401
+    spoofed = {"x-amzn-request-context": json.dumps({"authorizer": {"claims": {"sub": "victim"}}})}
+    assert httpx.get(f"{gateway_stack.api_url}/history", headers=spoofed).status_code == 401
+    document = httpx.get(f"{gateway_stack.api_url}/openapi.json").json()
+    assert {"/chat", "/history", "/phone-links", "/phones"} <= set(document["paths"])
+
+
+def test_a_spoofed_context_header_cannot_borrow_another_users_identity(gateway_stack: LocalStack, user_id: str) -> None:
+    httpx.post(
+        f"{gateway_stack.api_url}/chat", json={"message": "secret of the victim"}, headers=bearer("victim-" + user_id)
+    )
+    spoofed = bearer(user_id) | {
+        "x-amzn-request-context": json.dumps({"authorizer": {"claims": {"sub": "victim-" + user_id}}})
+    }
+    history = httpx.get(f"{gateway_stack.api_url}/history", headers=spoofed).json()
+    assert history["messages"] == []
+
+
+def test_a_text_is_answered_by_sms_through_the_queue(gateway_stack: LocalStack) -> None:
+    phone = "+15557770001"
+    response = text_sms(gateway_stack, "SMit0001", phone, "Hi coach")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/xml")
+    replies = _replies_to(gateway_stack, phone, 1)
+    assert replies[0].startswith("Hi, I'm your coach!")
+
+
+def test_a_forged_text_is_403_and_nothing_is_queued_or_sent(gateway_stack: LocalStack) -> None:
+    phone = "+15557770002"
+    form = webhook_form("SMit0002", phone, "Hi")
+    response = httpx.post(
+        f"{gateway_stack.api_url}/sms",
+        content=urlencode(form),
+        headers={"X-Twilio-Signature": "Zm9yZ2Vk", "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert response.status_code == 403
+    time.sleep(1.5)
+    assert [s for s in gateway_stack.twilio.sent if s.to == phone] == []
+
+
+def test_a_person_who_started_in_the_app_continues_by_text(gateway_stack: LocalStack, user_id: str) -> None:
+    """Facts told in the app are in the memory the SMS turn sees, and the reverse."""
+    api, phone = gateway_stack.api_url, "+15557770003"
+    for message in ("Hi", "I'm a beginner"):
+        assert httpx.post(f"{api}/chat", json={"message": message}, headers=bearer(user_id)).status_code == 200
+    code = httpx.post(f"{api}/phone-links", headers=bearer(user_id)).json()["code"]
+    linked = text_sms(gateway_stack, "SMit0003", phone, f"LINK {code}")
+    assert "Linked!" in linked.text
+    assert httpx.get(f"{api}/phones", headers=bearer(user_id)).json() == {"phones": [phone]}
+
+    text_sms(gateway_stack, "SMit0004", phone, "I walk 5 km most days")
+    [reply] = _replies_to(gateway_stack, phone, 1)
+    assert "“I'm a beginner”" in reply  # the SMS turn saw what was said in the app
+    history = httpx.get(f"{api}/history", params={"limit": 10}, headers=bearer(user_id)).json()["messages"]
+    assert [m["content"] for m in history[:2]] == [reply, "I walk 5 km most days"]
+
+
+def _replies_to(stack: LocalStack, phone: str, count: int, timeout_s: float = 20.0) -> list[str]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        replies = [s.body for s in stack.twilio.sent if s.to == phone]
+        if len(replies) >= count:
+            return replies
+        time.sleep(0.1)
+    raise AssertionError(f"no reply to {phone} within {timeout_s} s")

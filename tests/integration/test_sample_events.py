@@ -1,0 +1,38 @@
+"""Every function of template.yaml runs its sample event from events/ the Docker-less way (what
+`python -m infra.invoke` does), against the local stack that `events/env.local.json` describes."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.lambda_runner import invoke
+from infra.local_stack import LocalStack
+from infra.template import load_template
+
+EVENTS = Path(__file__).parents[2] / "events"
+SAMPLE_EVENTS = {
+    "ApiFunction": ["api_chat.json", "api_history.json"],
+    "SmsWebhookFunction": ["sms_webhook.json"],
+    "SmsWorkerFunction": ["sms_worker.json"],
+}
+
+
+def test_every_function_has_a_sample_event() -> None:
+    functions = {
+        name
+        for name, resource in load_template()["Resources"].items()
+        if resource["Type"] == "AWS::Serverless::Function"
+    }
+    assert set(SAMPLE_EVENTS) == functions
+    assert set(json.loads((EVENTS / "env.local.json").read_text())) == functions
+
+
+@pytest.mark.parametrize(("logical_id", "event_file"), [(f, e) for f, files in SAMPLE_EVENTS.items() for e in files])
+def test_the_sample_event_succeeds(local_stack: LocalStack, logical_id: str, event_file: str) -> None:
+    response: dict[str, Any] = invoke(logical_id, json.loads((EVENTS / event_file).read_text()))
+    assert response.get("statusCode", 200) == 200, response
+    assert response.get("batchItemFailures", []) == []
+    if logical_id == "SmsWorkerFunction":
+        assert local_stack.twilio.sent, "the worker sent its reply through the Twilio stand-in"
