@@ -20,6 +20,15 @@ from twilio.request_validator import RequestValidator
 
 from onboarding.sms.split import SMS_BODY_LIMIT, sms_length
 
+LOCAL_ACCOUNT_SID = "AC00000000000000000000000000000000"
+LOCAL_AUTH_TOKEN = "local-twilio-auth-token"  # noqa: S105 - a local stand-in's token, not a secret
+
+
+def sign_webhook(auth_token: str, url: str, params: dict[str, str]) -> str:
+    """The `X-Twilio-Signature` Twilio would send for a webhook POST of `params` to `url`."""
+    return str(RequestValidator(auth_token).compute_signature(url, params))
+
+
 _ROUTE = re.compile(r"^/2010-04-01/Accounts/(?P<sid>AC[0-9a-zA-Z]+)/Messages\.json$")
 
 
@@ -37,6 +46,27 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Silence per-request logging (it would print phone numbers)."""
 
+    def do_GET(self) -> None:
+        """The sent messages, newest first (Twilio's list resource, one page, optional `To` filter)."""
+        path, _, query = self.path.partition("?")
+        if _ROUTE.match(path) is None or not self._authorized(path):
+            self._error(401, 20003, "Authenticate")
+            return
+        to = dict(parse_qsl(query)).get("To")
+        sent = [m for m in reversed(self.server.emulator.sent) if to is None or m.to == to]
+        messages = [{"to": m.to, "from": m.from_, "body": m.body} for m in sent]
+        self._json(200, {"messages": messages, "next_page_uri": None})
+
+    def _authorized(self, path: str) -> bool:
+        emulator = self.server.emulator
+        route = _ROUTE.match(path)
+        expected = base64.b64encode(f"{emulator.account_sid}:{emulator.auth_token}".encode()).decode()
+        return (
+            route is not None
+            and route["sid"] == emulator.account_sid
+            and self.headers.get("Authorization") == f"Basic {expected}"
+        )
+
     def do_POST(self) -> None:
         form = dict(parse_qsl(self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()))
         emulator = self.server.emulator
@@ -44,8 +74,7 @@ class _Handler(BaseHTTPRequestHandler):
         if route is None:
             self._error(404, 20404, "The requested resource was not found")
             return
-        expected = base64.b64encode(f"{emulator.account_sid}:{emulator.auth_token}".encode()).decode()
-        if route["sid"] != emulator.account_sid or self.headers.get("Authorization") != f"Basic {expected}":
+        if not self._authorized(self.path.split("?", 1)[0]):
             self._error(401, 20003, "Authenticate")
             return
         to, from_, body = form.get("To", ""), form.get("From", ""), form.get("Body", "")
@@ -85,8 +114,8 @@ class TwilioEmulator:
 
     def __init__(
         self,
-        account_sid: str = "AC00000000000000000000000000000000",
-        auth_token: str = "local-twilio-auth-token",  # noqa: S107 - a local stand-in, not a secret
+        account_sid: str = LOCAL_ACCOUNT_SID,
+        auth_token: str = LOCAL_AUTH_TOKEN,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -121,7 +150,7 @@ class TwilioEmulator:
 
     def sign(self, url: str, params: dict[str, str]) -> str:
         """The `X-Twilio-Signature` Twilio would send for a webhook POST of `params` to `url`."""
-        return str(RequestValidator(self.auth_token).compute_signature(url, params))
+        return sign_webhook(self.auth_token, url, params)
 
     def start(self) -> "TwilioEmulator":
         self._thread.start()
@@ -147,7 +176,7 @@ def webhook_form(
         "SmsMessageSid": message_sid,
         "NumMedia": "0",
         "MessageSid": message_sid,
-        "AccountSid": "AC00000000000000000000000000000000",
+        "AccountSid": LOCAL_ACCOUNT_SID,
         "From": from_phone,
         "To": to_phone,
         "Body": body,

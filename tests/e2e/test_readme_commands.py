@@ -168,11 +168,20 @@ def test_the_standalone_stack_serves_another_process_and_saves_on_sigterm(tmp_pa
         assert streamed.status_code == 200
         assert streamed.text.count("event: chunk") > 1
         assert "event: done" in streamed.text
+        # And the SMS path: a signed webhook, the queue, the worker, the Twilio stand-in.
+        texted = subprocess.run(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", "infra.sms", "Hi coach", "--from", "+15551239999",
+             "--api", f"http://127.0.0.1:{api_port}", "--twilio", f"http://127.0.0.1:{twilio_port}"],
+            capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
+        )  # fmt: skip
+        assert texted.returncode == 0, texted.stderr[-2000:]
+        assert "coach (SMS)> Hi, I'm your coach!" in texted.stdout
     finally:
         stack.send_signal(signal.SIGTERM)
         assert stack.wait(timeout=60) == 0
     saved = [json.loads(line) for line in data_file.read_text(encoding="utf-8").splitlines()]
-    assert sorted(item["role"]["S"] for item in saved) == ["assistant", "assistant", "user", "user"]
+    roles = sorted(item["role"]["S"] for item in saved if "role" in item)
+    assert roles == ["assistant"] * 3 + ["user"] * 3
 
 
 def test_aws_mode_without_a_table_says_what_to_set() -> None:
@@ -183,3 +192,11 @@ def test_aws_mode_without_a_table_says_what_to_set() -> None:
     )  # fmt: skip
     assert completed.returncode == 2
     assert "configuration is incomplete or invalid (table_name)" in completed.stderr
+
+
+def test_texting_without_a_running_stack_says_how_to_start_it() -> None:
+    completed = _run(
+        "infra.sms", "hi", "--api", f"http://127.0.0.1:{free_port()}", "--twilio", f"http://127.0.0.1:{free_port()}"
+    )
+    assert completed.returncode == 2
+    assert "uv run python -m infra.local_stack" in completed.stderr

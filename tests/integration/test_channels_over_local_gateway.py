@@ -12,6 +12,9 @@ import pytest
 from infra.local_stack import LocalStack
 from infra.twilio_emulator import webhook_form
 
+# Generous: a loaded CI machine must not turn a slow answer into a failure; loops stay bounded.
+HTTP = httpx.Client(timeout=60)
+
 
 @pytest.fixture(scope="module")
 def gateway_stack() -> Iterator[LocalStack]:
@@ -26,7 +29,7 @@ def bearer(user_id: str) -> dict[str, str]:
 def text_sms(stack: LocalStack, sid: str, phone: str, body: str) -> httpx.Response:
     form = webhook_form(sid, phone, body)
     url = f"{stack.api_url}/sms"
-    return httpx.post(
+    return HTTP.post(
         url,
         content=urlencode(form),
         headers={
@@ -59,21 +62,21 @@ def test_the_reply_streams_chunk_by_chunk_before_the_model_has_finished(
 
 
 def test_the_api_refuses_callers_without_a_token_and_serves_its_openapi_document(gateway_stack: LocalStack) -> None:
-    assert httpx.post(f"{gateway_stack.api_url}/chat", json={"message": "hi"}).status_code == 401
+    assert HTTP.post(f"{gateway_stack.api_url}/chat", json={"message": "hi"}).status_code == 401
     spoofed = {"x-amzn-request-context": json.dumps({"authorizer": {"claims": {"sub": "victim"}}})}
-    assert httpx.get(f"{gateway_stack.api_url}/history", headers=spoofed).status_code == 401
-    document = httpx.get(f"{gateway_stack.api_url}/openapi.json").json()
+    assert HTTP.get(f"{gateway_stack.api_url}/history", headers=spoofed).status_code == 401
+    document = HTTP.get(f"{gateway_stack.api_url}/openapi.json").json()
     assert {"/chat", "/history", "/phone-links", "/phones"} <= set(document["paths"])
 
 
 def test_a_spoofed_context_header_cannot_borrow_another_users_identity(gateway_stack: LocalStack, user_id: str) -> None:
-    httpx.post(
+    HTTP.post(
         f"{gateway_stack.api_url}/chat", json={"message": "secret of the victim"}, headers=bearer("victim-" + user_id)
     )
     spoofed = bearer(user_id) | {
         "x-amzn-request-context": json.dumps({"authorizer": {"claims": {"sub": "victim-" + user_id}}})
     }
-    history = httpx.get(f"{gateway_stack.api_url}/history", headers=spoofed).json()
+    history = HTTP.get(f"{gateway_stack.api_url}/history", headers=spoofed).json()
     assert history["messages"] == []
 
 
@@ -89,7 +92,7 @@ def test_a_text_is_answered_by_sms_through_the_queue(gateway_stack: LocalStack) 
 def test_a_forged_text_is_403_and_nothing_is_queued_or_sent(gateway_stack: LocalStack) -> None:
     phone = "+15557770002"
     form = webhook_form("SMit0002", phone, "Hi")
-    response = httpx.post(
+    response = HTTP.post(
         f"{gateway_stack.api_url}/sms",
         content=urlencode(form),
         headers={"X-Twilio-Signature": "Zm9yZ2Vk", "Content-Type": "application/x-www-form-urlencoded"},
@@ -103,16 +106,16 @@ def test_a_person_who_started_in_the_app_continues_by_text(gateway_stack: LocalS
     """Facts told in the app are in the memory the SMS turn sees, and the reverse."""
     api, phone = gateway_stack.api_url, "+15557770003"
     for message in ("Hi", "I'm a beginner"):
-        assert httpx.post(f"{api}/chat", json={"message": message}, headers=bearer(user_id)).status_code == 200
-    code = httpx.post(f"{api}/phone-links", headers=bearer(user_id)).json()["code"]
+        assert HTTP.post(f"{api}/chat", json={"message": message}, headers=bearer(user_id)).status_code == 200
+    code = HTTP.post(f"{api}/phone-links", headers=bearer(user_id)).json()["code"]
     linked = text_sms(gateway_stack, "SMit0003", phone, f"LINK {code}")
     assert "Linked!" in linked.text
-    assert httpx.get(f"{api}/phones", headers=bearer(user_id)).json() == {"phones": [phone]}
+    assert HTTP.get(f"{api}/phones", headers=bearer(user_id)).json() == {"phones": [phone]}
 
     text_sms(gateway_stack, "SMit0004", phone, "I walk 5 km most days")
     [reply] = _replies_to(gateway_stack, phone, 1)
     assert "“I'm a beginner”" in reply  # the SMS turn saw what was said in the app
-    history = httpx.get(f"{api}/history", params={"limit": 10}, headers=bearer(user_id)).json()["messages"]
+    history = HTTP.get(f"{api}/history", params={"limit": 10}, headers=bearer(user_id)).json()["messages"]
     assert [m["content"] for m in history[:2]] == [reply, "I walk 5 km most days"]
 
 
