@@ -150,3 +150,18 @@ def test_only_the_webhook_route_skips_the_cognito_authorizer() -> None:
         if event["Type"] == "Api" and event["Properties"].get("Auth", {}).get("Authorizer") == "NONE"
     ]
     assert unauthenticated == [("SmsWebhookFunction", "/sms")]
+
+
+@pytest.mark.parametrize("logical_id", ["ApiFunction", "SmsWorkerFunction"])
+def test_bedrock_is_invoked_only_on_the_configured_model_or_through_its_profile(logical_id: str) -> None:
+    statements = resource(logical_id)["Properties"]["Policies"][0]["Statement"]
+    bedrock = [s for s in statements if any(str(a).startswith("bedrock:") for a in s["Action"])]
+    for statement in bedrock:
+        resources = json.dumps(statement["Resource"])
+        assert "${BedrockModelId}" in resources or "InferenceProfileArn" in json.dumps(statement.get("Condition", {}))
+    assert len(bedrock) == 2
+
+
+def test_the_sms_webhook_cannot_call_the_model() -> None:
+    statements = resource("SmsWebhookFunction")["Properties"]["Policies"][0]["Statement"]
+    assert not [s for s in statements if "bedrock" in json.dumps(s["Action"])]
