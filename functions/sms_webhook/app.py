@@ -28,7 +28,7 @@ from onboarding.sms.intake import SmsIntake
 from onboarding.sms.messages import InboundSms, OptOut
 from onboarding.sms.queue import QueueError
 from onboarding.sms.settings import WebhookSettings
-from onboarding.sms.wiring import build_idempotency_layer, build_intake, twilio_auth_token
+from onboarding.sms.wiring import build_idempotency_layer, build_intake, twilio_auth_token, webhook_url
 from onboarding.store import StoreError
 
 logger = Logger()
@@ -76,7 +76,7 @@ def _inbound(form: dict[str, str]) -> InboundSms:
 def make_handler(
     intake: SmsIntake,
     auth_token: Callable[[], str],
-    webhook_url: str,
+    webhook_url: Callable[[], str],
     persistence: BasePersistenceLayer,
     dedupe_window_s: int = 24 * 3600,
 ) -> Handler:
@@ -95,7 +95,7 @@ def make_handler(
             form = _form(event)
         except (binascii.Error, UnicodeDecodeError, ValueError):
             form = None
-        if not signature or form is None or not RequestValidator(auth_token()).validate(webhook_url, form, signature):
+        if not signature or form is None or not RequestValidator(auth_token()).validate(webhook_url(), form, signature):
             logger.warning("Rejected a webhook call with a missing or invalid Twilio signature")
             return _plain(HTTPStatus.FORBIDDEN, "invalid Twilio signature")
         try:
@@ -127,7 +127,7 @@ def _handler_from_env() -> Handler:
     return make_handler(
         build_intake(Settings.from_env(), settings.queue_url),
         lambda: twilio_auth_token(settings.twilio_auth_token_parameter),
-        settings.twilio_webhook_url,
+        webhook_url(settings),
         build_idempotency_layer(settings.idempotency_table_name),
         settings.dedupe_window_s,
     )

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,3 +166,79 @@ def test_bedrock_is_invoked_only_on_the_configured_model_or_through_its_profile(
 def test_the_sms_webhook_cannot_call_the_model() -> None:
     statements = resource("SmsWebhookFunction")["Properties"]["Policies"][0]["Statement"]
     assert not [s for s in statements if "bedrock" in json.dumps(s["Action"])]
+
+
+def _sam_python() -> str | None:
+    sam = shutil.which("sam")
+    if sam is None:
+        return None
+    first_line = Path(sam).read_text(encoding="utf-8", errors="replace").splitlines()[0]
+    return first_line.removeprefix("#!").strip() if first_line.startswith("#!") else None
+
+
+@pytest.fixture(scope="module")
+def transformed() -> dict[str, Any]:
+    """template.yaml as CloudFormation will see it, from the SAM translator the SAM CLI ships."""
+    python = _sam_python()
+    if python is None:
+        pytest.skip("SAM CLI is not installed (.ci/run installs it)")
+    completed = subprocess.run(  # noqa: S603 - the SAM CLI's interpreter and our probe
+        [python, str(Path(__file__).with_name("sam_transform_probe.py")), str(REPO / "template.yaml")],
+        capture_output=True, text=True, check=False, env={**os.environ, "AWS_DEFAULT_REGION": "us-east-1"},
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    document: dict[str, Any] = json.loads(completed.stdout)
+    return document
+
+
+def _references(node: Any) -> set[str]:
+    """Logical ids a template fragment refers to (Ref, Fn::GetAtt, ${...} in Fn::Sub)."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "Ref" and isinstance(value, str):
+                found.add(value)
+            elif key == "Fn::GetAtt":
+                found.add(value.split(".")[0] if isinstance(value, str) else value[0])
+            elif key == "Fn::Sub":
+                text = value if isinstance(value, str) else value[0]
+                found |= {name.split(".")[0] for name in re.findall(r"\$\{([^}!]+)\}", text)}
+                found |= _references(value[1] if isinstance(value, list) else None)
+            else:
+                found |= _references(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= _references(item)
+    return found
+
+
+def test_the_deployed_template_has_no_dependency_cycle(transformed: dict[str, Any]) -> None:
+    resources = transformed["Resources"]
+    edges = {
+        name: (_references(body) | set(body.get("DependsOn", []) if isinstance(body.get("DependsOn"), list)
+               else [body["DependsOn"]] if "DependsOn" in body else [])) & set(resources)
+        for name, body in resources.items()
+    }  # fmt: skip
+    state: dict[str, str] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = "open"
+        for target in sorted(edges[name]):
+            if state.get(target) == "open":
+                raise AssertionError("circular dependency: " + " -> ".join([*path, name, target]))
+            if target not in state:
+                visit(target, [*path, name])
+        state[name] = "done"
+
+    for name in sorted(resources):
+        if name not in state:
+            visit(name, [])
+
+
+def test_every_mobile_api_route_integrates_through_response_streaming(transformed: dict[str, Any]) -> None:
+    paths = transformed["Resources"]["ChatApi"]["Properties"]["Body"]["paths"]
+    for path in ("/chat", "/history", "/phone-links", "/phones"):
+        for operation in paths[path].values():
+            integration = operation["x-amazon-apigateway-integration"]
+            assert integration["responseTransferMode"] == "STREAM", path
+            assert "response-streaming-invocations" in json.dumps(integration["uri"]), path

@@ -40,7 +40,7 @@ def queued(sms_queue: str) -> Callable[[], list[SmsTurnRequest]]:
 @pytest.fixture
 def handler(store: ConversationStore, sms_queue: str, idempotency_table: str) -> Handler:
     intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
-    return make_handler(intake, lambda: TOKEN, URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
+    return make_handler(intake, lambda: TOKEN, lambda: URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
 
 
 def event(
@@ -214,7 +214,7 @@ def test_a_queue_failure_is_503_and_a_retry_then_goes_through(
     broken = make_handler(
         SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue + "-missing")),
         lambda: TOKEN,
-        URL,
+        lambda: URL,
         DynamoDBPersistenceLayer(table_name="onboarding-idempotency-test"),
     )
     assert call(broken, event(form))["statusCode"] == 503
@@ -245,7 +245,7 @@ def test_a_concurrent_duplicate_is_acknowledged_while_the_first_runs(
     handler = make_handler(
         ReentrantIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue)),
         lambda: TOKEN,
-        URL,
+        lambda: URL,
         persistence,
     )
     first = call(handler, event(webhook_form("SM1", PHONE, "hi")))

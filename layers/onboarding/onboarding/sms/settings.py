@@ -4,7 +4,7 @@ import os
 from collections.abc import Mapping
 from typing import ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _FromEnv(BaseModel):
@@ -22,15 +22,25 @@ class WebhookSettings(_FromEnv):
     queue_url: str = Field(min_length=1)
     idempotency_table_name: str = Field(min_length=3)
     twilio_auth_token_parameter: str = Field(min_length=1)
-    # The exact public URL Twilio calls: signatures are computed over it, so it is configured, never rebuilt.
-    twilio_webhook_url: str = Field(pattern=r"^https?://")
+    # The exact public URL Twilio calls: signatures are computed over it, so it is configured, never
+    # rebuilt from the request. Given directly, or as the name of an SSM parameter holding it (the
+    # deployed stack writes it there, since the function cannot reference its own API).
+    twilio_webhook_url: str | None = Field(default=None, pattern=r"^https?://")
+    twilio_webhook_url_parameter: str | None = Field(default=None, pattern=r"^/")
     dedupe_window_s: int = Field(default=24 * 3600, ge=300)
+
+    @model_validator(mode="after")
+    def _one_webhook_url_source(self) -> Self:
+        if (self.twilio_webhook_url is None) == (self.twilio_webhook_url_parameter is None):
+            raise ValueError("set exactly one of TWILIO_WEBHOOK_URL and TWILIO_WEBHOOK_URL_PARAMETER")
+        return self
 
     ENV_NAMES: ClassVar[dict[str, str]] = {
         "queue_url": "SMS_QUEUE_URL",
         "idempotency_table_name": "IDEMPOTENCY_TABLE_NAME",
         "twilio_auth_token_parameter": "TWILIO_AUTH_TOKEN_PARAMETER",
         "twilio_webhook_url": "TWILIO_WEBHOOK_URL",
+        "twilio_webhook_url_parameter": "TWILIO_WEBHOOK_URL_PARAMETER",
         "dedupe_window_s": "SMS_DEDUPE_WINDOW_S",
     }
 
