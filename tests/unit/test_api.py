@@ -228,8 +228,9 @@ async def test_phone_link_codes_and_linked_phones(client: httpx.AsyncClient, sto
     created = await client.post("/phone-links", headers=identity("user-1"))
     assert created.status_code == 201
     code = created.json()["code"]
-    assert store.redeem_link_code(code) == "user-1"
-    store.link_phone("+15551230001", "user-1")
+    linked = store.link_phone_by_code("+15551230001", code)
+    assert linked is not None
+    assert linked.user_id == "user-1"
     phones = await client.get("/phones", headers=identity("user-1"))
     assert phones.json() == {"phones": ["+15551230001"]}
     assert (await client.get("/phones", headers=identity("user-2"))).json() == {"phones": []}

@@ -32,6 +32,8 @@ def queued(sms_queue: str) -> Callable[[], list[SmsTurnRequest]]:
 
     def drain() -> list[SmsTurnRequest]:
         messages = sqs.receive_message(QueueUrl=sms_queue, MaxNumberOfMessages=10).get("Messages", [])
+        for message in messages:  # as the worker's event source does, so the user's group moves on
+            sqs.delete_message(QueueUrl=sms_queue, ReceiptHandle=message["ReceiptHandle"])
         return [SmsTurnRequest.model_validate_json(m["Body"]) for m in messages]
 
     return drain
@@ -195,10 +197,27 @@ def test_link_code_moves_the_phone_to_the_app_user(
     assert [r.user_id for r in queued()] == ["app-user"]
 
 
-def test_a_wrong_link_code_is_refused_and_links_nothing(handler: Handler, store: ConversationStore) -> None:
-    response = call(handler, event(webhook_form("SM1", PHONE, "LINK ABCDEFGHJK")))
+def test_a_wrong_link_code_is_refused_and_links_nothing(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: ConversationStore
+) -> None:
+    real = store.create_link_code("app-user").code
+    wrong = "ABCDEFGHJK" if real != "ABCDEFGHJK" else "KJHGFEDCBA"
+    response = call(handler, event(webhook_form("SM1", PHONE, f"LINK {wrong}")))
     assert LINK_REFUSED.split(".")[0] in response["body"]
+    owner = store.phone_owner(PHONE)
+    assert owner is not None
+    assert owner.user_id != "app-user"
     assert store.phones_of("app-user") == ()
+    assert queued() == []
+
+
+@pytest.mark.parametrize("text", ["link me up with a plan", "LINK between diet and sleep?", "Link"])
+def test_ordinary_texts_about_links_go_to_the_coach(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], text: str
+) -> None:
+    response = call(handler, event(webhook_form("SM1", PHONE, text)))
+    assert "<Message>" not in response["body"]
+    assert [r.text for r in queued()] == [text]
 
 
 def test_a_text_without_words_gets_a_short_answer(handler: Handler, queued: Callable[[], list[SmsTurnRequest]]) -> None:
@@ -251,3 +270,32 @@ def test_a_concurrent_duplicate_is_acknowledged_while_the_first_runs(
     first = call(handler, event(webhook_form("SM1", PHONE, "hi")))
     assert first["statusCode"] == inner[0]["statusCode"] == 200
     assert json.dumps(inner[0]).count("<Message>") == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "opted_out"), [("STOP", True), (" stop ", True), ("Unsubscribe", True), ("QUIT", True), ("HELP", False)]
+)
+def test_keywords_count_without_opt_out_type_too(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: ConversationStore, body: str, opted_out: bool
+) -> None:
+    """Twilio's default opt-out handling sends no OptOutType; the words themselves still count."""
+    assert "<Message>" not in call(handler, event(webhook_form("SM1", PHONE, body)))["body"]
+    assert queued() == []
+    owner = store.phone_owner(PHONE)
+    assert owner is not None
+    assert owner.opted_out is opted_out
+
+
+def test_start_and_yes_opt_back_in_but_yes_is_an_answer_otherwise(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: ConversationStore
+) -> None:
+    call(handler, event(webhook_form("SM1", PHONE, "yes")))
+    assert [r.text for r in queued()] == ["yes"]  # an answer to the coach
+    call(handler, event(webhook_form("SM2", PHONE, "STOP")))
+    call(handler, event(webhook_form("SM3", PHONE, "Yes")))
+    assert queued() == []
+    owner = store.phone_owner(PHONE)
+    assert owner is not None
+    assert not owner.opted_out
+    call(handler, event(webhook_form("SM4", PHONE, "stop sending me junk food ideas")))
+    assert [r.text for r in queued()] == ["stop sending me junk food ideas"]  # not a keyword: a whole text

@@ -41,15 +41,40 @@ def test_a_code_links_a_phone_once_and_moves_it_between_users(store: Conversatio
     code = store.create_link_code("app-user")
     assert len(code.code) == LINK_CODE_LENGTH
 
-    user_id = store.redeem_link_code(code.code.lower()[:4] + "-" + code.code[4:])  # typed loosely
-    assert user_id == "app-user"
-    assert store.redeem_link_code(code.code) is None  # one time only
-
-    owner = store.link_phone(PHONE, "app-user")
+    owner = store.link_phone_by_code(PHONE, code.code.lower()[:4] + "-" + code.code[4:])  # typed loosely
+    assert owner is not None
     assert owner.user_id == "app-user"
     assert owner.opted_out  # the number's STOP survives the link
     assert store.phones_of("app-user") == (PHONE,)
     assert store.phones_of("sms-1") == ()
+    assert store.link_phone_by_code("+15551230002", code.code) is None  # one time only
+    assert store.phone_owner("+15551230002") is None
+
+
+def test_a_failed_link_leaves_the_code_usable(store: ConversationStore, dynamodb: Any) -> None:
+    code = store.create_link_code("app-user").code
+    real = dynamodb.transact_write_items
+    _failing(dynamodb, "transact_write_items")
+    with pytest.raises(StoreError):
+        store.link_phone_by_code(PHONE, code)
+    dynamodb.transact_write_items = real
+    owner = store.link_phone_by_code(PHONE, code)
+    assert owner is not None
+    assert owner.user_id == "app-user"
+
+
+def test_a_code_used_between_read_and_link_links_nothing(store: ConversationStore, dynamodb: Any) -> None:
+    code = store.create_link_code("app-user").code
+    real = dynamodb.transact_write_items
+
+    def used_meanwhile(**request: Any) -> Any:
+        dynamodb.transact_write_items = real
+        assert store.link_phone_by_code("+15551230009", code) is not None  # another phone wins the race
+        return real(**request)
+
+    dynamodb.transact_write_items = used_meanwhile
+    assert store.link_phone_by_code(PHONE, code) is None
+    assert store.phone_owner(PHONE) is None
 
 
 def test_a_user_may_have_several_numbers(store: ConversationStore) -> None:
@@ -60,7 +85,8 @@ def test_a_user_may_have_several_numbers(store: ConversationStore) -> None:
 
 @pytest.mark.parametrize("code", ["", "SHORT", "ABCDEFGHI0", "ABCDEFGHJK!"])
 def test_malformed_or_unknown_codes_link_nothing(store: ConversationStore, code: str) -> None:
-    assert store.redeem_link_code(code) is None
+    assert store.link_phone_by_code(PHONE, code) is None
+    assert store.phone_owner(PHONE) is None
 
 
 def test_an_expired_code_links_nothing_even_before_ttl_removes_it(dynamodb: Any) -> None:
@@ -68,7 +94,7 @@ def test_an_expired_code_links_nothing_even_before_ttl_removes_it(dynamodb: Any)
     store = ConversationStore(dynamodb, "onboarding-memory-test", clock=lambda: now[0])
     code = store.create_link_code("app-user", lifetime_s=600)
     now[0] += 601
-    assert store.redeem_link_code(code.code) is None
+    assert store.link_phone_by_code(PHONE, code.code) is None
 
 
 def test_opt_out_of_an_unknown_number_is_a_store_error(store: ConversationStore) -> None:
@@ -117,7 +143,7 @@ def _failing(dynamodb: Any, operation: str, code: str = "InternalServerError") -
         ("transact_write_items", lambda s: s.link_phone(PHONE, "u")),
         ("query", lambda s: s.phones_of("u")),
         ("put_item", lambda s: s.create_link_code("u")),
-        ("delete_item", lambda s: s.redeem_link_code("ABCDEFGHJK")),
+        ("get_item", lambda s: s.link_phone_by_code(PHONE, "ABCDEFGHJK")),
     ],
 )
 def test_table_failures_are_store_errors(store: ConversationStore, dynamodb: Any, operation: str, call: Any) -> None:

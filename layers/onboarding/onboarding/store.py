@@ -120,6 +120,15 @@ class InvalidPhoneError(ValueError):
     """Not a phone number in E.164 form (`+` and 7 to 15 digits)."""
 
 
+def normalize_link_code(text: str) -> str | None:
+    """The code in `text` as stored (typed loosely: any case, spaces or dashes), or None if it is
+    not shaped like one."""
+    normalized = re.sub(r"[\s-]", "", text).upper()
+    if len(normalized) != LINK_CODE_LENGTH or any(c not in LINK_CODE_ALPHABET for c in normalized):
+        return None
+    return normalized
+
+
 def _phone_key(phone: str) -> dict[str, Any]:
     if not _E164.match(phone):
         raise InvalidPhoneError("a phone number must be in E.164 form, like +15551234567")
@@ -288,9 +297,52 @@ class ConversationStore:
         raise StoreError("could not settle the phone number's owner")
 
     def link_phone(self, phone: str, user_id: str) -> PhoneOwner:
-        """Make `phone` belong to `user_id` (after the user proved they hold it); keeps its opt-out."""
+        """Make `phone` belong to `user_id`; keeps its opt-out. (Callers prove possession first:
+        see `link_phone_by_code`.)"""
         previous = self.phone_owner(phone)
-        opted_out = previous.opted_out if previous else False
+        try:
+            self._client.transact_write_items(TransactItems=self._link_items(phone, user_id, previous))
+        except ClientError as error:
+            raise StoreError("could not link the phone number") from error
+        return PhoneOwner(phone, user_id, previous.opted_out if previous else False)
+
+    def link_phone_by_code(self, phone: str, code: str) -> PhoneOwner | None:
+        """Link `phone` to the user a one-time code was made for, using the code up in the same
+        transaction: a failed link leaves the code usable, and a code links one phone only once.
+        An unknown, expired or already used code gives None."""
+        normalized = normalize_link_code(code)
+        if normalized is None:
+            return None
+        code_key = {"pk": {"S": f"{LINK_PREFIX}{normalized}"}, "sk": {"S": LINK_SORT_KEY}}
+        try:
+            item = self._client.get_item(TableName=self._table, Key=code_key, ConsistentRead=True).get("Item")
+        except ClientError as error:
+            raise StoreError("could not read the link code") from error
+        now = int(self._clock())
+        # TTL deletion lags by days, so the expiry is checked here, and again in the transaction.
+        if item is None or int(item.get("expires_at", {}).get("N", "0")) <= now:
+            return None
+        user_id = item["user_id"]["S"]
+        previous = self.phone_owner(phone)
+        use_code: dict[str, Any] = {
+            "Delete": {
+                "TableName": self._table,
+                "Key": code_key,
+                "ConditionExpression": "user_id = :user AND expires_at > :now",
+                "ExpressionAttributeValues": {":user": {"S": user_id}, ":now": {"N": str(now)}},
+            }
+        }
+        try:
+            self._client.transact_write_items(TransactItems=[use_code, *self._link_items(phone, user_id, previous)])
+        except ClientError as error:
+            reasons = error.response.get("CancellationReasons") or []
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                return None  # used (or expired) between our read and the transaction
+            raise StoreError("could not link the phone number") from error
+        return PhoneOwner(phone, user_id, previous.opted_out if previous else False)
+
+    def _link_items(self, phone: str, user_id: str, previous: PhoneOwner | None) -> list[Any]:
+        """The writes that move `phone` to `user_id`, conditional on its owner not having changed."""
         condition: dict[str, Any] = (
             {
                 "ConditionExpression": "user_id = :previous",
@@ -299,6 +351,7 @@ class ConversationStore:
             if previous
             else {"ConditionExpression": "attribute_not_exists(pk)"}
         )
+        opted_out = previous.opted_out if previous else False
         items: list[Any] = [
             {
                 "Put": {
@@ -318,11 +371,7 @@ class ConversationStore:
                     }
                 }
             )
-        try:
-            self._client.transact_write_items(TransactItems=items)
-        except ClientError as error:
-            raise StoreError("could not link the phone number") from error
-        return PhoneOwner(phone, user_id, opted_out)
+        return items
 
     def set_opted_out(self, phone: str, opted_out: bool) -> None:
         """Record an SMS opt-out (STOP) or opt-in (START) for a number we know."""
@@ -371,26 +420,6 @@ class ConversationStore:
                 if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                     raise StoreError("could not store the link code") from error
         raise StoreError("could not find a free link code")
-
-    def redeem_link_code(self, code: str) -> str | None:
-        """The user a code was made for, once: the code is deleted; an expired or unknown code gives None."""
-        normalized = re.sub(r"[\s-]", "", code).upper()
-        if len(normalized) != LINK_CODE_LENGTH or any(c not in LINK_CODE_ALPHABET for c in normalized):
-            return None
-        try:
-            deleted = self._client.delete_item(
-                TableName=self._table,
-                Key={"pk": {"S": f"{LINK_PREFIX}{normalized}"}, "sk": {"S": LINK_SORT_KEY}},
-                # TTL deletion lags by days, so the expiry is checked here too.
-                ConditionExpression="attribute_exists(pk) AND expires_at > :now",
-                ExpressionAttributeValues={":now": {"N": str(int(self._clock()))}},
-                ReturnValues="ALL_OLD",
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return None
-            raise StoreError("could not redeem the link code") from error
-        return str(deleted["Attributes"]["user_id"]["S"])
 
     @staticmethod
     def _contact_item(user_id: str, phone: str) -> dict[str, Any]:

@@ -8,16 +8,36 @@ from aws_lambda_powertools import Logger
 
 from onboarding.sms.messages import InboundSms, OptOut, SmsTurnRequest
 from onboarding.sms.queue import TurnQueue
-from onboarding.store import ConversationStore
+from onboarding.store import ConversationStore, normalize_link_code
 from onboarding.text import is_blank
 
 logger = Logger(child=True)
 
-_LINK_REQUEST = re.compile(r"^\s*LINK\s+([A-Za-z0-9][A-Za-z0-9 -]{8,24})\s*$", re.IGNORECASE)
+_LINK_REQUEST = re.compile(r"^\s*LINK\s+(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 
 LINKED = "Linked! Texts from this phone now continue your conversation from the app."
 LINK_REFUSED = "That link code is not valid or has expired. Get a new one in the app and text LINK <code>."
 TEXT_ONLY = "I can only read text messages. Please type your answer."
+
+
+# Carrier keywords Twilio acts on itself (default opt-out handling); only an exact, whole-text match
+# counts. Twilio sends `OptOutType` for them only from a Messaging Service with Advanced Opt-Out,
+# so they are also recognised here. "YES" opts back in only a number that opted out: to everyone
+# else it is an answer for the coach.
+_KEYWORDS = {
+    **dict.fromkeys(("STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPTOUT"), OptOut.STOP),
+    **dict.fromkeys(("START", "UNSTOP"), OptOut.START),
+    **dict.fromkeys(("HELP", "INFO"), OptOut.HELP),
+}
+
+
+def keyword_of(sms: InboundSms, opted_out: bool) -> OptOut | None:
+    if sms.opt_out is not None:
+        return sms.opt_out
+    word = sms.body.strip().upper()
+    if word == "YES" and opted_out:
+        return OptOut.START
+    return _KEYWORDS.get(word)
 
 
 def new_sms_user_id() -> str:
@@ -36,17 +56,18 @@ class SmsIntake:
 
     def accept(self, sms: InboundSms) -> str | None:
         owner = self._store.owner_for_phone(sms.from_phone, self._new_user_id)
-        if sms.opt_out is not None:
+        if (keyword := keyword_of(sms, owner.opted_out)) is not None:
             # The provider already answered STOP/START/HELP to the person; we record the choice.
-            if sms.opt_out is not OptOut.HELP:
-                self._store.set_opted_out(sms.from_phone, sms.opt_out is OptOut.STOP)
-            logger.info("Opt-out keyword recorded", extra={"opt_out": sms.opt_out.value})
+            if keyword is not OptOut.HELP:
+                self._store.set_opted_out(sms.from_phone, keyword is OptOut.STOP)
+            logger.info("Opt-out keyword recorded", extra={"opt_out": keyword.value})
             return None
         if owner.opted_out:
             # Nothing can be sent to an opted-out number, so the text is not answered.
             logger.info("Text from an opted-out number not answered")
             return None
-        if (link := _LINK_REQUEST.match(sms.body)) is not None:
+        if (link := _LINK_REQUEST.match(sms.body)) is not None and normalize_link_code(link.group(1)):
+            # Only "LINK" and a code-shaped word: "link me up with a plan" is for the coach.
             return self._link(sms.from_phone, link.group(1))
         if is_blank(sms.body):
             return TEXT_ONLY
@@ -62,10 +83,8 @@ class SmsIntake:
         return None
 
     def _link(self, phone: str, code: str) -> str:
-        user_id = self._store.redeem_link_code(code)
-        if user_id is None:
-            logger.info("Phone link refused: unknown or expired code")
+        if self._store.link_phone_by_code(phone, code) is None:
+            logger.info("Phone link refused: unknown, expired or used code")
             return LINK_REFUSED
-        self._store.link_phone(phone, user_id)
         logger.info("Phone linked to an app user")
         return LINKED
