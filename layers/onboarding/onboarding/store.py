@@ -324,7 +324,7 @@ class ConversationStore:
             return None
         user_id = item["user_id"]["S"]
         previous = self.phone_owner(phone)
-        use_code: dict[str, Any] = {
+        use_code: Any = {
             "Delete": {
                 "TableName": self._table,
                 "Key": code_key,
