@@ -94,6 +94,9 @@ SSE_DESCRIPTION = (
 )
 
 
+REPLY_NOT_SAVED = "the coach's reply could not be saved; your message was kept, please try again"
+
+
 def verified_user_id(
     x_amzn_request_context: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> str:
@@ -132,6 +135,12 @@ async def _stream(turn: Turn) -> AsyncIterator[bytes]:
             yield _sse("chunk", {"text": chunk})
     except ModelUnavailableError as error:
         yield _sse("error", {"error": "model_unavailable", "message": str(error), "userMessageId": user_message_id})
+        return
+    except StoreError:
+        logger.exception("Could not store the coach's reply")
+        yield _sse(
+            "error", {"error": "store_unavailable", "message": REPLY_NOT_SAVED, "userMessageId": user_message_id}
+        )
         return
     assert turn.result is not None  # noqa: S101 - a completed stream always has its result
     assistant = turn.result.assistant_message
@@ -177,6 +186,13 @@ def create_app(service: TurnService, store: ConversationStore) -> FastAPI:
         body = ErrorBody(error=code, message=str(error.detail))
         return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=error.headers)
 
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        """Anything unforeseen: logged with its trace, answered in the API's error shape."""
+        logger.exception("Unexpected error", extra={"path": request.url.path})
+        body = ErrorBody(error="internal_error", message="something went wrong on our side; please try again")
+        return JSONResponse(body.model_dump(exclude_none=True), status_code=HTTPStatus.INTERNAL_SERVER_ERROR)
+
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
         logger.info("Rejected request", extra={"path": request.url.path})
@@ -213,6 +229,9 @@ def create_app(service: TurnService, store: ConversationStore) -> FastAPI:
             result = await turn.collect()
         except ModelUnavailableError as error:
             raise ApiError(HTTPStatus.BAD_GATEWAY, "model_unavailable", str(error)) from error
+        except StoreError as error:
+            logger.exception("Could not store the coach's reply")
+            raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "store_unavailable", REPLY_NOT_SAVED) from error
         logger.info("Turn completed", extra={"reply_chars": len(result.reply)})
         reply = ChatReply(
             reply=result.reply,

@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ValidationError
 
 from onboarding.settings import Settings
 from onboarding.sms.messages import SmsTurnRequest
@@ -42,13 +43,21 @@ def make_handler(
         return {"parts_sent": asyncio.run(responder.respond(request))}
 
     def answer(record: SQSRecord) -> None:
-        # A body that is not a turn request fails every attempt and ends in the dead-letter queue.
-        answer_once(request=SmsTurnRequest.model_validate_json(record.body))
+        try:
+            request = SmsTurnRequest.model_validate_json(record.body)
+        except ValidationError:
+            # Fails every attempt and ends in the dead-letter queue. `from None`: pydantic's error
+            # quotes the input, which holds the person's text and number.
+            raise ValueError("the queue message is not a turn request") from None
+        answer_once(request=request)
 
     @logger.inject_lambda_context
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         config.register_lambda_context(context)
         processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+        # Every record failing is reported like any partial failure (the same retries), rather than
+        # raised as one exception whose text would carry each record's error into the logs.
+        processor.raise_on_entire_batch_failure = False
         return dict(process_partial_response(event=event, record_handler=answer, processor=processor, context=context))
 
     return handler

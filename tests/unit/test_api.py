@@ -259,3 +259,49 @@ async def test_unknown_routes_and_methods_get_the_same_error_shape(
     response = await client.request(method, path, headers=identity("user-1"))
     assert response.status_code == status
     assert response.json()["error"] == code
+
+
+def _fail_the_second_put(store: ConversationStore) -> None:
+    """The user's message is stored; the coach's reply is not."""
+    real = store._client.put_item
+    calls: list[int] = []
+
+    def put(**request: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "PutItem")
+        return real(**request)
+
+    store._client.put_item = put  # type: ignore[method-assign]
+
+
+async def test_a_reply_that_cannot_be_saved_ends_the_stream_with_an_error_event(
+    client: httpx.AsyncClient, store: ConversationStore
+) -> None:
+    _fail_the_second_put(store)
+    headers = identity("user-1") | {"accept": "text/event-stream"}
+    events = parse_sse((await client.post("/chat", json={"message": "Hi"}, headers=headers)).text)
+    name, error = events[-1]
+    assert (name, error["error"]) == ("error", "store_unavailable")
+    assert [m.message_id for m in store.load_turn_context("user-1").messages] == [error["userMessageId"]]
+
+
+async def test_a_reply_that_cannot_be_saved_is_503_without_a_stream(
+    client: httpx.AsyncClient, store: ConversationStore
+) -> None:
+    _fail_the_second_put(store)
+    response = await client.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
+    assert response.status_code == 503
+    assert response.json()["error"] == "store_unavailable"
+
+
+async def test_an_unexpected_failure_is_500_in_the_error_shape(service: TurnService, store: ConversationStore) -> None:
+    async def broken(user_id: str, message: str) -> Any:
+        raise ValueError("Failed to create agent")  # what the orchestrator raises (spec)
+
+    service.start_turn = broken  # type: ignore[method-assign]
+    transport = httpx.ASGITransport(app=create_app(service, store), raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as http:
+        response = await http.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
+    assert response.status_code == 500
+    assert response.json()["error"] == "internal_error"

@@ -4,7 +4,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.exceptions import ClientError
 
@@ -142,8 +141,8 @@ def test_other_twilio_errors_fail_the_record_for_a_retry(
     handler = make_handler(
         SmsResponder(service, store, wrong_token), DynamoDBPersistenceLayer(table_name=idempotency_table)
     )
-    with pytest.raises(BatchProcessingError):  # a batch whose records all failed is retried whole
-        call(handler, sqs_event(sqs_record(request("SM1", "Hi"))))
+    record = sqs_record(request("SM1", "Hi"))
+    assert call(handler, sqs_event(record))["batchItemFailures"] == [{"itemIdentifier": record["messageId"]}]
     assert twilio.sent == []
     with pytest.raises(SendError, match="20003"):
         wrong_token.send(PHONE, OUR_NUMBER, "hello")
@@ -166,6 +165,37 @@ def test_a_store_failure_fails_the_record_and_nothing_is_sent(
         raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "PutItem")
 
     store._client.put_item = fail  # type: ignore[method-assign]
-    with pytest.raises(BatchProcessingError):
-        call(handler, sqs_event(sqs_record(request("SM1", "Hi"))))
+    record = sqs_record(request("SM1", "Hi"))
+    assert call(handler, sqs_event(record))["batchItemFailures"] == [{"itemIdentifier": record["messageId"]}]
     assert twilio.sent == []
+
+
+def test_failures_leave_no_phone_number_or_text_in_the_logs(
+    service: TurnService,
+    store: ConversationStore,
+    twilio: TwilioEmulator,
+    idempotency_table: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Twilio's errors quote the number; pydantic's quote the input. Neither may reach the logs."""
+    wrong_token = TwilioSender(twilio.account_sid, lambda: "wrong-token", twilio.url)
+    handler = make_handler(
+        SmsResponder(service, store, wrong_token), DynamoDBPersistenceLayer(table_name=idempotency_table)
+    )
+    private_text = "my secret knee injury"
+    malformed = '{"message_id": "SM9", "from_phone": "+15551230001", "text": "' + private_text + '"}'
+    records = [sqs_record(request("SM1", private_text)), sqs_record(malformed, group="user-9")]
+    response = call(handler, sqs_event(*records))  # every record failed, yet nothing is raised to the runtime
+    assert len(response["batchItemFailures"]) == 2
+    logged = capsys.readouterr()
+    assert PHONE not in logged.out + logged.err
+    assert private_text not in logged.out + logged.err
+
+
+def test_a_send_error_carries_no_twilio_message(twilio: TwilioEmulator) -> None:
+    sender = TwilioSender(twilio.account_sid, lambda: "wrong-token", twilio.url)
+    with pytest.raises(SendError) as raised:
+        sender.send(PHONE, OUR_NUMBER, "hello")
+    assert raised.value.__cause__ is None
+    assert raised.value.__suppress_context__
+    assert PHONE not in str(raised.value)

@@ -45,8 +45,9 @@ class TwilioSender:
             self._current_client().messages.create(to=to_phone, from_=from_phone, body=body)
         except TwilioRestException as error:
             if error.code == OPTED_OUT_ERROR:
-                raise RecipientOptedOutError(to_phone) from error
-            raise SendError(f"Twilio error {error.code} (HTTP {error.status})") from error
+                raise RecipientOptedOutError from None
+            # `from None`: Twilio's message often quotes the phone number, and must not reach the logs.
+            raise SendError(f"Twilio error {error.code} (HTTP {error.status})") from None
 
 
 def build_twilio_client(account_sid: str, auth_token: str, api_base_url: str | None = None) -> Client:
