@@ -16,8 +16,12 @@ from urllib.parse import parse_qsl
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyPersistenceLayerError,
+)
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 from twilio.request_validator import RequestValidator
@@ -62,6 +66,10 @@ def _form(event: dict[str, Any]) -> dict[str, str]:
     return dict(parse_qsl(raw, keep_blank_values=True, strict_parsing=False))
 
 
+def _signed(auth_token: str, url: str, form: dict[str, str], signature: str | None) -> bool:
+    return bool(RequestValidator(auth_token).validate(url, form, signature))
+
+
 def _inbound(form: dict[str, str]) -> InboundSms:
     opt_out = form.get("OptOutType", "").upper()
     return InboundSms(
@@ -95,7 +103,12 @@ def make_handler(
             form = _form(event)
         except (binascii.Error, UnicodeDecodeError, ValueError):
             form = None
-        if not signature or form is None or not RequestValidator(auth_token()).validate(webhook_url(), form, signature):
+        try:
+            valid = bool(signature and form is not None and _signed(auth_token(), webhook_url(), form, signature))
+        except GetParameterError:
+            logger.exception("Could not read the Twilio auth token or the webhook URL")
+            return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "could not check the signature; please retry")
+        if not valid or form is None:
             logger.warning("Rejected a webhook call with a missing or invalid Twilio signature")
             return _plain(HTTPStatus.FORBIDDEN, "invalid Twilio signature")
         try:
@@ -108,7 +121,7 @@ def make_handler(
         except IdempotencyAlreadyInProgressError:
             logger.info("Duplicate delivery while the first is in progress; acknowledged")
             return twiml(None)
-        except (StoreError, QueueError):
+        except (StoreError, QueueError, IdempotencyPersistenceLayerError):
             # Twilio does not retry a failed webhook; with its Fallback URL set to this same URL it
             # tries once more, and the idempotency record (deleted on failure) lets that through.
             logger.exception("Could not accept the text")

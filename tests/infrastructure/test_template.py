@@ -242,3 +242,11 @@ def test_every_mobile_api_route_integrates_through_response_streaming(transforme
             integration = operation["x-amazon-apigateway-integration"]
             assert integration["responseTransferMode"] == "STREAM", path
             assert "response-streaming-invocations" in json.dumps(integration["uri"]), path
+
+
+def test_the_sms_channel_exists_only_once_a_twilio_account_is_given() -> None:
+    """Without an account the worker could not send; the stack then deploys the mobile API alone."""
+    template = load_template()
+    assert template["Conditions"]["SmsEnabled"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "TwilioAccountSid"}, ""]}]}
+    for logical_id in ("SmsWebhookFunction", "SmsWorkerFunction", "SmsQueue", "SmsDeadLetterQueue", "IdempotencyTable"):
+        assert resource(logical_id)["Condition"] == "SmsEnabled", logical_id

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 import boto3
 import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from botocore.exceptions import ClientError
 from twilio.request_validator import RequestValidator
 
@@ -299,3 +300,25 @@ def test_start_and_yes_opt_back_in_but_yes_is_an_answer_otherwise(
     assert not owner.opted_out
     call(handler, event(webhook_form("SM4", PHONE, "stop sending me junk food ideas")))
     assert [r.text for r in queued()] == ["stop sending me junk food ideas"]  # not a keyword: a whole text
+
+
+def test_an_unreadable_auth_token_is_503_and_nothing_is_queued(
+    store: ConversationStore, sms_queue: str, idempotency_table: str, queued: Callable[[], list[SmsTurnRequest]]
+) -> None:
+    def token() -> str:
+        raise GetParameterError("ssm down")
+
+    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
+    handler = make_handler(intake, token, lambda: URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
+    assert call(handler, event(webhook_form("SM1", PHONE, "hi")))["statusCode"] == 503
+    assert queued() == []
+
+
+def test_an_unreachable_dedupe_table_is_503_and_nothing_is_queued(
+    store: ConversationStore, sms_queue: str, queued: Callable[[], list[SmsTurnRequest]]
+) -> None:
+    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
+    missing = DynamoDBPersistenceLayer(table_name="no-such-idempotency-table")
+    handler = make_handler(intake, lambda: TOKEN, lambda: URL, missing)
+    assert call(handler, event(webhook_form("SM1", PHONE, "hi")))["statusCode"] == 503
+    assert queued() == []

@@ -23,9 +23,10 @@ class SmsResponder:
     async def respond(self, request: SmsTurnRequest) -> int:
         """Answer one queued text; returns how many SMS parts were sent.
 
-        A store failure propagates (the queue retries; nothing was half-written). A model failure
-        does not: the user's turn is kept and they are told to try again, rather than the queue
-        re-running the turn and storing their message twice.
+        A model failure does not propagate: the user's turn is kept and they are told to try again,
+        rather than the queue re-running the turn and storing their message twice. A store or send
+        failure does propagate, and the queue's retry runs the whole turn again: if the user's
+        message was already stored, it is stored twice (a known gap; see docs/decisions/0008).
         """
         owner = self._store.phone_owner(request.from_phone)
         if owner is not None and owner.opted_out:
