@@ -4,8 +4,7 @@ import re
 
 SMS_BODY_LIMIT = 1600  # Twilio rejects longer bodies (error 21617)
 
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
-_WHITESPACE = re.compile(r"\s+")
+_SENTENCE_END = re.compile(r"[.!?…](?=\s)")
 
 
 def sms_length(text: str) -> int:
@@ -14,46 +13,41 @@ def sms_length(text: str) -> int:
 
 
 def split_message(text: str, limit: int = SMS_BODY_LIMIT) -> list[str]:
-    """Parts of `text`, each at most `limit` long, cut between sentences where a sentence fits.
+    """Parts of `text`, each at most `limit` long, cut after a sentence where one fits.
 
-    A sentence longer than `limit` is cut between words, and a word longer than `limit` between
-    characters. Only the whitespace at a cut is dropped; every other character is kept in order.
+    Failing that a part is cut at the last whitespace, and a word longer than `limit` between
+    characters. Parts are slices of the text: only the whitespace at a cut is dropped, so line
+    breaks and paragraphs inside a part are kept.
     """
-    text = text.strip()
-    if sms_length(text) <= limit:
-        return [text] if text else []
     parts: list[str] = []
-    current = ""
-    for piece in _pieces(text, limit):
-        candidate = f"{current} {piece}" if current else piece
-        if sms_length(candidate) <= limit:
-            current = candidate
-        else:
-            parts.append(current)
-            current = piece
-    if current:
-        parts.append(current)
-    return parts
+    start, end_of_text = 0, len(text.rstrip())
+    while True:
+        while start < end_of_text and text[start].isspace():
+            start += 1
+        if start >= end_of_text:
+            return parts
+        end = _cut(text, start, min(_fit(text, start, limit), end_of_text))
+        parts.append(text[start:end].rstrip())
+        start = end
 
 
-def _pieces(text: str, limit: int) -> list[str]:
-    """Sentences, and words or character runs where a sentence alone is too long."""
-    pieces: list[str] = []
-    for sentence in _SENTENCE_END.split(text):
-        if sms_length(sentence) <= limit:
-            pieces.append(sentence)
-            continue
-        for word in _WHITESPACE.split(sentence):
-            pieces.extend(_hard_cut(word, limit) if sms_length(word) > limit else [word])
-    return [piece for piece in pieces if piece]
+def _fit(text: str, start: int, limit: int) -> int:
+    """The largest end such that text[start:end] is at most `limit` long (at least one character)."""
+    used, end = 0, start
+    while end < len(text):
+        used += 2 if ord(text[end]) > 0xFFFF else 1
+        if used > limit:
+            break
+        end += 1
+    return max(end, start + 1)
 
 
-def _hard_cut(word: str, limit: int) -> list[str]:
-    cuts: list[str] = []
-    current = ""
-    for char in word:
-        if sms_length(current + char) > limit:
-            cuts.append(current)
-            current = ""
-        current += char
-    return [*cuts, current]
+def _cut(text: str, start: int, fit_end: int) -> int:
+    if fit_end >= len(text.rstrip()):
+        return fit_end
+    window = text[start : fit_end + 1]  # a sentence may end exactly at the limit, before a space
+    sentence_ends = [start + match.end() for match in _SENTENCE_END.finditer(window) if start + match.end() <= fit_end]
+    if sentence_ends:
+        return sentence_ends[-1]
+    spaces = [start + index for index, char in enumerate(window) if char.isspace() and 0 < index <= fit_end - start]
+    return spaces[-1] if spaces else fit_end
