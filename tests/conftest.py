@@ -34,6 +34,7 @@ for _name in (
 ):
     os.environ.pop(_name, None)
 
+from aws_lambda_powertools.utilities.parameters import clear_caches as clear_parameter_caches  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 from infra.bedrock_emulator import BedrockEmulator  # noqa: E402
@@ -63,3 +64,11 @@ def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[BedrockEmulator]:
     with BedrockEmulator() as running:
         monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", running.url)
         yield running
+
+
+@pytest.fixture(autouse=True)
+def _fresh_parameter_providers() -> Iterator[None]:
+    """Powertools Parameters keeps one client per process, bound to the endpoint it was made for;
+    a test that points SSM somewhere else must not leave it to the next test."""
+    yield
+    clear_parameter_caches()  # type: ignore[no-untyped-call]

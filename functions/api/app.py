@@ -26,7 +26,14 @@ from starlette.exceptions import HTTPException
 from onboarding.settings import Settings
 from onboarding.store import ConversationStore, InvalidCursorError, StoreError
 from onboarding.store_factory import build_store
-from onboarding.turns import InvalidMessageError, MessageTooLargeError, ModelUnavailableError, Turn, TurnService
+from onboarding.turns import (
+    DuplicateMessageIdError,
+    InvalidMessageError,
+    MessageTooLargeError,
+    ModelUnavailableError,
+    Turn,
+    TurnService,
+)
 from onboarding.wiring import build_turn_service
 
 logger = Logger()
@@ -51,6 +58,15 @@ class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     message: str = Field(description="What the user said.")
+    client_message_id: str | None = Field(
+        default=None,
+        alias="clientMessageId",
+        pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
+        description=(
+            "The app's own id for this message. Sending the same id again (a retry) stores nothing new: "
+            "the stored reply is returned, or the stored message is answered if the first try did not finish."
+        ),
+    )
 
 
 class CamelModel(BaseModel):
@@ -86,7 +102,7 @@ class PhonesResponse(BaseModel):
     phones: list[str] = Field(description="E.164 numbers whose texts continue this user's conversation.")
 
 
-ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorBody} for status in (400, 401, 413, 502, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorBody} for status in (400, 401, 409, 413, 502, 503)}
 SSE_DESCRIPTION = (
     'With `Accept: text/event-stream`: one `chunk` event per piece of the reply (`{"text": ...}`), then '
     '`done` (`{"userMessageId", "assistantMessageId"}`), or `error` (`{"error", "message", '
@@ -213,7 +229,9 @@ def create_app(service: TurnService, store: ConversationStore) -> FastAPI:
         accept: Annotated[str | None, Header()] = None,
     ) -> Response:
         try:
-            turn = await service.start_turn(user_id, request.message)
+            turn = await service.start_turn(user_id, request.message, request.client_message_id)
+        except DuplicateMessageIdError as error:
+            raise ApiError(HTTPStatus.CONFLICT, "duplicate_message_id", str(error)) from error
         except MessageTooLargeError as error:
             raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "message_too_large", str(error)) from error
         except InvalidMessageError as error:

@@ -296,7 +296,7 @@ async def test_a_reply_that_cannot_be_saved_is_503_without_a_stream(
 
 
 async def test_an_unexpected_failure_is_500_in_the_error_shape(service: TurnService, store: ConversationStore) -> None:
-    async def broken(user_id: str, message: str) -> Any:
+    async def broken(user_id: str, message: str, client_message_id: str | None = None) -> Any:
         raise ValueError("Failed to create agent")  # what the orchestrator raises (spec)
 
     service.start_turn = broken  # type: ignore[method-assign]
@@ -305,3 +305,31 @@ async def test_an_unexpected_failure_is_500_in_the_error_shape(service: TurnServ
         response = await http.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
     assert response.status_code == 500
     assert response.json()["error"] == "internal_error"
+
+
+async def test_a_retried_client_message_id_returns_the_same_turn(
+    client: httpx.AsyncClient, store: ConversationStore
+) -> None:
+    body = {"message": "Hi", "clientMessageId": "app-7f3a"}
+    first = (await client.post("/chat", json=body, headers=identity("user-1"))).json()
+    stream = await client.post("/chat", json=body, headers=identity("user-1") | {"accept": "text/event-stream"})
+    events = parse_sse(stream.text)
+    assert "".join(data["text"] for name, data in events if name == "chunk") == first["reply"]
+    assert events[-1][1] == {"userMessageId": first["userMessageId"], "assistantMessageId": first["assistantMessageId"]}
+    assert len(store.load_turn_context("user-1").messages) == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"message": "Something else", "clientMessageId": "app-7f3a"}, 409, "duplicate_message_id"),
+        ({"message": "Hi", "clientMessageId": "not valid!"}, 400, "invalid_request"),
+    ],
+)
+async def test_client_message_id_errors(
+    client: httpx.AsyncClient, store: ConversationStore, body: dict[str, str], status: int, code: str
+) -> None:
+    await client.post("/chat", json={"message": "Hi", "clientMessageId": "app-7f3a"}, headers=identity("user-1"))
+    response = await client.post("/chat", json=body, headers=identity("user-1"))
+    assert (response.status_code, response.json()["error"]) == (status, code)
+    assert len(store.load_turn_context("user-1").messages) == 2

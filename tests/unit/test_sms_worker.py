@@ -1,5 +1,6 @@
 """The SMS worker: answers in order per user, splits long replies, handles opt-outs and failures per record."""
 
+import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -162,9 +163,9 @@ def test_a_store_failure_fails_the_record_and_nothing_is_sent(
     handler: Handler, twilio: TwilioEmulator, store: ConversationStore
 ) -> None:
     def fail(**_: Any) -> Any:
-        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "PutItem")
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "TransactWriteItems")
 
-    store._client.put_item = fail  # type: ignore[method-assign]
+    store._client.transact_write_items = fail  # type: ignore[method-assign]
     record = sqs_record(request("SM1", "Hi"))
     assert call(handler, sqs_event(record))["batchItemFailures"] == [{"itemIdentifier": record["messageId"]}]
     assert twilio.sent == []
@@ -199,3 +200,21 @@ def test_a_send_error_carries_no_twilio_message(twilio: TwilioEmulator) -> None:
     assert raised.value.__cause__ is None
     assert raised.value.__suppress_context__
     assert PHONE not in str(raised.value)
+
+
+def test_a_retry_after_a_failed_send_stores_nothing_twice_and_sends_once(
+    service: TurnService, store: ConversationStore, twilio: TwilioEmulator, idempotency_table: str
+) -> None:
+    tokens = ["expired-token", twilio.auth_token]
+    sender = TwilioSender(twilio.account_sid, lambda: tokens[0], twilio.url)
+    handler = make_handler(SmsResponder(service, store, sender), DynamoDBPersistenceLayer(table_name=idempotency_table))
+    record = sqs_record(request("SM1", "Hi coach"))
+    assert call(handler, sqs_event(record))["batchItemFailures"] == [{"itemIdentifier": record["messageId"]}]
+    tokens.pop(0)  # the token was rotated; SQS delivers the text again
+    assert call(handler, sqs_event(sqs_record(request("SM1", "Hi coach"), receive_count=2)))["batchItemFailures"] == []
+    assert [m.role for m in store.load_turn_context("user-1").messages] == ["user", "assistant"]
+    assert len(twilio.sent) == 1
+    # Delivered: a later redelivery (past the dedupe window) sends nothing.
+    responder = SmsResponder(service, store, sender)
+    assert asyncio.run(responder.respond(request("SM1", "Hi coach"))) == 0
+    assert len(twilio.sent) == 1

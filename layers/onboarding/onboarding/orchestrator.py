@@ -26,23 +26,26 @@ class OnboardingAgentOrchestrator:
         self._llm = llm
         self._history_limit = history_limit
 
-    async def get_current_agent(self, user_id: str) -> BaseOnboardingAgent:
-        loaded = await self._load_turn_context(user_id)
+    async def get_current_agent(self, user_id: str, exclude_message_id: str | None = None) -> BaseOnboardingAgent:
+        """The agent for the user's turn. `exclude_message_id` is the turn's own message when it was
+        stored before the agent is built (a turn with a client message id), so it is not history."""
+        loaded = await self._load_turn_context(user_id, extra=1 if exclude_message_id else 0)
+        messages = [m for m in loaded.messages if m.message_id != exclude_message_id][-self._history_limit :]
         return await self._create_agent(
             loaded.state.current_agent,
             loaded.state.agent_context,
             user_id,
-            self._format_history(loaded.messages),
+            self._format_history(messages) if self._history_limit else [],
         )
 
-    async def _load_turn_context(self, user_id: str) -> LoadedTurnContext:
+    async def _load_turn_context(self, user_id: str, extra: int = 0) -> LoadedTurnContext:
         """State and newest messages; on a read failure, a fresh state and empty history.
 
         The coach can still answer without history (a degraded turn), which beats failing it.
         """
         try:
             # The store is synchronous (boto3); keep the event loop free while it waits.
-            return await asyncio.to_thread(self._store.load_turn_context, user_id, self._history_limit)
+            return await asyncio.to_thread(self._store.load_turn_context, user_id, self._history_limit + extra)
         except StoreError as error:
             logger.warning(
                 "Could not load conversation history; continuing with none",

@@ -2,6 +2,7 @@
 
 Layout of a user's partition (`pk = USER#<user id>`), in sort-key order:
 
+    CLIENT#<client message id>         which messages a client's (or Twilio's) message id produced
     CONTACT#<E.164 phone>              a phone number linked to this user (sorts before messages)
     MSG#<13-digit epoch ms>#<random>   one item per message, immutable once written
     ~STATE                             onboarding state (current agent, agent_context)
@@ -50,6 +51,9 @@ MESSAGE_PREFIX = "MSG#"
 STATE_SORT_KEY = "~STATE"
 HEAD_ITEMS = (STATE_SORT_KEY,)
 CONTACT_PREFIX = "CONTACT#"
+CLIENT_PREFIX = "CLIENT#"
+CLIENT_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+CLIENT_RECORD_LIFETIME_S = 7 * 24 * 3600  # deliveries are retried for minutes or hours, not weeks
 PHONE_PREFIX = "PHONE#"
 PHONE_OWNER_SORT_KEY = "~OWNER"
 LINK_PREFIX = "LINK#"
@@ -84,6 +88,21 @@ class HistoryPage:
 
     messages: tuple[StoredMessage, ...]
     next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class ClaimedTurn:
+    """The user's message for a client message id; `first` is False when an earlier delivery of the
+    same id already stored it, and `reply` is the coach's stored reply to it, if there is one."""
+
+    user_message: StoredMessage
+    reply: StoredMessage | None
+    first: bool
+    delivered: bool = False  # the reply reached the person (recorded by `mark_delivered`)
+
+
+class ClientIdConflictError(ValueError):
+    """A client message id that was already used for a different message."""
 
 
 @dataclass(frozen=True)
@@ -205,31 +224,140 @@ class ConversationStore:
     def append_message(self, user_id: str, role: Role, content: str) -> StoredMessage:
         """Store one message after every message this store wrote before; never overwrites."""
         for _ in range(_WRITE_ATTEMPTS):
-            created_ms = self._next_ms()
-            message = StoredMessage(
-                message_id=_new_message_id(created_ms),
-                role=role,
-                content=content,
-                created_at=datetime.fromtimestamp(created_ms / 1000, UTC),
-            )
+            message = self._new_message(role, content)
             try:
-                self._client.put_item(
-                    TableName=self._table,
-                    Item={
-                        "pk": _partition(user_id),
-                        "sk": {"S": _message_sort_key(message.message_id)},
-                        "role": {"S": role},
-                        "content": {"S": content},
-                        "created_at": {"S": message.created_at.isoformat()},
-                    },
-                    ConditionExpression="attribute_not_exists(sk)",
-                )
+                self._client.put_item(**self._message_put(user_id, message)["Put"])
                 return message
             except ClientError as error:
                 if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                     raise StoreError(f"could not store the {role} message") from error
                 logger.warning("Message key collision, retrying with a new key")
         raise StoreError(f"could not find a free key for the {role} message")
+
+    def append_user_message_once(self, user_id: str, client_id: str, content: str) -> ClaimedTurn:
+        """Store the user's message once per `client_id`: a second delivery of the same id stores
+        nothing and gets the first one's message (and the reply, once stored)."""
+        if not CLIENT_ID_PATTERN.match(client_id):
+            raise ValueError("a client message id is 1 to 128 letters, digits or _.:-")
+        for _ in range(_WRITE_ATTEMPTS):
+            message = self._new_message("user", content)
+            claim: Any = {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": {
+                        **self._client_key(user_id, client_id),
+                        "user_message_id": {"S": message.message_id},
+                        "expires_at": {"N": str(int(self._clock()) + CLIENT_RECORD_LIFETIME_S)},
+                    },
+                    "ConditionExpression": "attribute_not_exists(sk)",
+                }
+            }
+            try:
+                self._client.transact_write_items(TransactItems=[self._message_put(user_id, message), claim])
+                return ClaimedTurn(message, reply=None, first=True)
+            except ClientError as error:
+                reasons = [r.get("Code") for r in error.response.get("CancellationReasons") or []]
+                if reasons[1:2] == ["ConditionalCheckFailed"]:
+                    return self._earlier_turn(user_id, client_id, content)
+                if reasons[:1] != ["ConditionalCheckFailed"]:
+                    raise StoreError("could not store the user message") from error
+                logger.warning("Message key collision, retrying with a new key")
+        raise StoreError("could not find a free key for the user message")
+
+    def append_reply_once(self, user_id: str, client_id: str, content: str) -> StoredMessage:
+        """Store the reply to a client message id's turn, unless one is stored already (then that one)."""
+        for _ in range(_WRITE_ATTEMPTS):
+            message = self._new_message("assistant", content)
+            record: Any = {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": self._client_key(user_id, client_id),
+                    "UpdateExpression": "SET reply_message_id = :reply",
+                    "ConditionExpression": "attribute_exists(sk) AND attribute_not_exists(reply_message_id)",
+                    "ExpressionAttributeValues": {":reply": {"S": message.message_id}},
+                }
+            }
+            try:
+                self._client.transact_write_items(TransactItems=[self._message_put(user_id, message), record])
+                return message
+            except ClientError as error:
+                reasons = [r.get("Code") for r in error.response.get("CancellationReasons") or []]
+                if reasons[1:2] == ["ConditionalCheckFailed"]:
+                    earlier = self._earlier_turn(user_id, client_id, None).reply
+                    if earlier is None:
+                        raise StoreError("the turn's record is missing") from error
+                    return earlier
+                if reasons[:1] != ["ConditionalCheckFailed"]:
+                    raise StoreError("could not store the assistant message") from error
+        raise StoreError("could not find a free key for the assistant message")
+
+    def _earlier_turn(self, user_id: str, client_id: str, content: str | None) -> ClaimedTurn:
+        try:
+            record = self._client.get_item(
+                TableName=self._table, Key=self._client_key(user_id, client_id), ConsistentRead=True
+            ).get("Item")
+            if record is None:
+                raise StoreError("the turn's record is missing")
+            user_message = self._get_message(user_id, record["user_message_id"]["S"])
+            reply_id = record.get("reply_message_id", {}).get("S")
+            reply = self._get_message(user_id, reply_id) if reply_id else None
+            delivered = bool(record.get("delivered", {}).get("BOOL", False))
+        except ClientError as error:
+            raise StoreError("could not read the earlier delivery") from error
+        if user_message is None:
+            raise StoreError("the earlier delivery's message is missing")
+        if content is not None and user_message.content != content:
+            raise ClientIdConflictError("this client message id was already used for a different message")
+        return ClaimedTurn(user_message, reply, first=False, delivered=delivered)
+
+    def mark_delivered(self, user_id: str, client_id: str) -> None:
+        """Record that the reply to a client message id reached the person (so a retry sends nothing)."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._client_key(user_id, client_id),
+                UpdateExpression="SET delivered = :yes",
+                ConditionExpression="attribute_exists(sk)",
+                ExpressionAttributeValues={":yes": {"BOOL": True}},
+            )
+        except ClientError as error:
+            raise StoreError("could not record the delivery") from error
+
+    def _get_message(self, user_id: str, message_id: str) -> StoredMessage | None:
+        item = self._client.get_item(
+            TableName=self._table,
+            Key={"pk": _partition(user_id), "sk": {"S": _message_sort_key(message_id)}},
+            ConsistentRead=True,
+        ).get("Item")
+        return None if item is None else self._parse_message(item)
+
+    def _new_message(self, role: Role, content: str) -> StoredMessage:
+        created_ms = self._next_ms()
+        return StoredMessage(
+            message_id=_new_message_id(created_ms),
+            role=role,
+            content=content,
+            created_at=datetime.fromtimestamp(created_ms / 1000, UTC),
+        )
+
+    def _message_put(self, user_id: str, message: StoredMessage) -> Any:
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": {
+                    "pk": _partition(user_id),
+                    "sk": {"S": _message_sort_key(message.message_id)},
+                    "role": {"S": message.role},
+                    "content": {"S": message.content},
+                    "created_at": {"S": message.created_at.isoformat()},
+                },
+                "ConditionExpression": "attribute_not_exists(sk)",
+            }
+        }
+
+    @staticmethod
+    def _client_key(user_id: str, client_id: str) -> dict[str, Any]:
+        return {"pk": _partition(user_id), "sk": {"S": f"{CLIENT_PREFIX}{client_id}"}}
 
     def history_page(self, user_id: str, limit: int = 20, cursor: str | None = None) -> HistoryPage:
         """One page of the user's messages, newest first, continuing after `cursor`."""

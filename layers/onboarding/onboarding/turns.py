@@ -8,7 +8,7 @@ from aws_lambda_powertools import Logger
 
 from onboarding.agents import BaseOnboardingAgent
 from onboarding.orchestrator import OnboardingAgentOrchestrator
-from onboarding.store import ConversationStore, StoredMessage
+from onboarding.store import CLIENT_ID_PATTERN, ClientIdConflictError, ConversationStore, StoredMessage
 from onboarding.text import is_blank
 
 logger = Logger(child=True)
@@ -26,11 +26,17 @@ class ModelUnavailableError(RuntimeError):
     """The model failed before finishing its reply. The user's message is stored; no reply is."""
 
 
+class DuplicateMessageIdError(InvalidMessageError):
+    """A client message id that was already used for a different message; nothing was stored."""
+
+
 @dataclass(frozen=True)
 class TurnResult:
     user_message: StoredMessage
     assistant_message: StoredMessage | None
     reply: str
+    replayed: bool = False  # an earlier delivery of the same client message id already answered it
+    delivered: bool = False  # ... and its reply is recorded as having reached the person
 
 
 def validate_message(message: str, max_bytes: int) -> None:
@@ -48,17 +54,36 @@ class Turn:
     """A turn in progress. Iterate it for the reply's chunks; `result` is set once it finished."""
 
     def __init__(
-        self, agent: BaseOnboardingAgent, store: ConversationStore, message: str, user_message: StoredMessage
+        self,
+        agent: BaseOnboardingAgent | None,
+        store: ConversationStore,
+        message: str,
+        user_message: StoredMessage,
+        client_message_id: str | None = None,
+        earlier_reply: StoredMessage | None = None,
+        delivered: bool = False,
     ) -> None:
         self._agent = agent
         self._store = store
         self._message = message
+        self._client_message_id = client_message_id
+        self._earlier_reply = earlier_reply
+        self._delivered = delivered
         self.user_message = user_message
         self.result: TurnResult | None = None
 
     async def __aiter__(self) -> AsyncIterator[str]:
         if self.result is not None:
             raise RuntimeError("a turn can be streamed only once")
+        if self._earlier_reply is not None or self._agent is None:
+            # A repeated delivery of an answered message: the stored reply, without the model.
+            reply = self._earlier_reply.content if self._earlier_reply else ""
+            if reply:
+                yield reply
+            self.result = TurnResult(
+                self.user_message, self._earlier_reply, reply, replayed=True, delivered=self._delivered
+            )
+            return
         parts: list[str] = []
         try:
             async for chunk in self._agent.stream_response(self._message):
@@ -72,13 +97,17 @@ class Turn:
         if is_blank(reply):
             # Bedrock would reject an empty assistant turn in later requests, so none is stored.
             logger.warning("Model returned an empty reply; nothing stored for it")
-        else:
+        elif self._client_message_id is None:
             assistant_message = await asyncio.to_thread(
-                self._store.append_message,
-                self._agent.context.user_id,
-                "assistant",
-                reply,
+                self._store.append_message, self._agent.context.user_id, "assistant", reply
             )
+        else:
+            # A concurrent delivery of the same message may have stored its reply first: then that
+            # one is the turn's reply, and this one is not stored.
+            assistant_message = await asyncio.to_thread(
+                self._store.append_reply_once, self._agent.context.user_id, self._client_message_id, reply
+            )
+            reply = assistant_message.content
         self.result = TurnResult(self.user_message, assistant_message, reply)
 
     async def collect(self) -> TurnResult:
@@ -100,15 +129,34 @@ class TurnService:
         self._store = store
         self._max_message_bytes = max_message_bytes
 
-    async def start_turn(self, user_id: str, message: str) -> Turn:
+    async def start_turn(self, user_id: str, message: str, client_message_id: str | None = None) -> Turn:
         """Store the user's message and return the turn, ready to stream the reply.
 
         The context is loaded before the message is stored, so the current message is not
-        also part of its own history.
+        also part of its own history. With a `client_message_id` (the app's own id for the
+        message, or Twilio's MessageSid), a repeated delivery stores nothing: it replays the
+        stored reply, or, if the first delivery never finished, answers the stored message.
         """
         if not user_id:
             raise InvalidMessageError("a user id is required")
         validate_message(message, self._max_message_bytes)
+        if client_message_id is not None:
+            return await self._start_identified_turn(user_id, message, client_message_id)
         agent = await self._orchestrator.get_current_agent(user_id)
         user_message = await asyncio.to_thread(self._store.append_message, user_id, "user", message)
         return Turn(agent, self._store, message, user_message)
+
+    async def _start_identified_turn(self, user_id: str, message: str, client_message_id: str) -> Turn:
+        if not CLIENT_ID_PATTERN.match(client_message_id):
+            raise InvalidMessageError("a client message id is 1 to 128 letters, digits or _.:-")
+        try:
+            claimed = await asyncio.to_thread(self._store.append_user_message_once, user_id, client_message_id, message)
+        except ClientIdConflictError as error:
+            raise DuplicateMessageIdError(str(error)) from error
+        if claimed.reply is not None:
+            logger.info("Repeated delivery of an answered message; replaying the stored reply")
+            return Turn(
+                None, self._store, message, claimed.user_message, client_message_id, claimed.reply, claimed.delivered
+            )
+        agent = await self._orchestrator.get_current_agent(user_id, exclude_message_id=claimed.user_message.message_id)
+        return Turn(agent, self._store, message, claimed.user_message, client_message_id)

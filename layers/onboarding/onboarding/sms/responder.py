@@ -1,5 +1,7 @@
 """The worker's side of a text: run the turn, and send the reply in SMS-sized parts."""
 
+import asyncio
+
 from aws_lambda_powertools import Logger
 
 from onboarding.sms.messages import SmsTurnRequest
@@ -23,25 +25,31 @@ class SmsResponder:
     async def respond(self, request: SmsTurnRequest) -> int:
         """Answer one queued text; returns how many SMS parts were sent.
 
-        A model failure does not propagate: the user's turn is kept and they are told to try again,
-        rather than the queue re-running the turn and storing their message twice. A store or send
-        failure does propagate, and the queue's retry runs the whole turn again: if the user's
-        message was already stored, it is stored twice (a known gap; see docs/decisions/0008).
+        The turn is keyed by the text's MessageSid, so the queue's retry after a store or send
+        failure stores nothing twice: it answers the stored message, or re-sends the stored reply
+        if it had not been recorded as delivered (parts sent before a failed one are sent again).
+        A model failure does not propagate: the user's turn is kept and they are told to try again.
         """
         owner = self._store.phone_owner(request.from_phone)
         if owner is not None and owner.opted_out:
             logger.info("Queued text from a number that opted out since; not answered")
             return 0
         try:
-            turn = await self._service.start_turn(request.user_id, request.text)
+            # Twilio's MessageSid identifies the turn: a retried text is stored and answered once.
+            turn = await self._service.start_turn(request.user_id, request.text, request.message_id)
         except InvalidMessageError:
             logger.info("Queued text refused")
             return self._send([TOO_LONG], request)
         try:
-            reply = (await turn.collect()).reply
+            result = await turn.collect()
         except ModelUnavailableError:
-            reply = MODEL_APOLOGY
-        return self._send(split_message(reply) or [MODEL_APOLOGY], request)
+            return self._send([MODEL_APOLOGY], request)
+        if result.delivered:
+            logger.info("Repeated delivery of a text already answered; nothing sent")
+            return 0
+        sent = self._send(split_message(result.reply) or [MODEL_APOLOGY], request)
+        await asyncio.to_thread(self._store.mark_delivered, request.user_id, request.message_id)
+        return sent
 
     def _send(self, parts: list[str], request: SmsTurnRequest) -> int:
         for sent, part in enumerate(parts):

@@ -1,0 +1,110 @@
+"""Turns with a client message id (the app's own id, or Twilio's MessageSid): however often one
+message is delivered, its turn is stored once and answered once."""
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from infra.bedrock_emulator import BedrockEmulator
+from infra.bedrock_emulator.server import Fault
+from onboarding.store import ConversationStore, StoreError
+from onboarding.turns import DuplicateMessageIdError, InvalidMessageError, ModelUnavailableError, TurnService
+
+
+def _roles(store: ConversationStore, user_id: str = "u") -> list[str]:
+    return [m.role for m in store.load_turn_context(user_id, message_limit=100).messages]
+
+
+async def test_a_repeated_delivery_replays_the_stored_reply_without_the_model(
+    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    first = await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
+    calls = len(emulator.requests)
+    again = await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
+    assert again.replayed
+    assert (again.reply, again.user_message, again.assistant_message) == (
+        first.reply,
+        first.user_message,
+        first.assistant_message,
+    )
+    assert len(emulator.requests) == calls
+    assert _roles(store) == ["user", "assistant"]
+
+
+async def test_overlapping_deliveries_store_one_turn_and_agree_on_the_reply(
+    service: TurnService, store: ConversationStore
+) -> None:
+    """Deliveries that all start before any finishes (interleaved deterministically: in-process moto
+    does not make transactions atomic across threads, as DynamoDB does)."""
+    turns = [await service.start_turn("u", "Hello coach", "msg-1") for _ in range(5)]
+    results = [await turn.collect() for turn in turns]
+    assert _roles(store) == ["user", "assistant"]
+    assert len({r.user_message.message_id for r in results}) == 1
+    assert len({r.assistant_message.message_id for r in results if r.assistant_message}) == 1
+    assert len({r.reply for r in results}) == 1
+
+
+async def test_after_a_failed_reply_a_retry_answers_the_stored_message(
+    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    emulator.queue_fault(Fault("stream_error", after_chunks=1))
+    with pytest.raises(ModelUnavailableError):
+        await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
+    retried = await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
+    assert not retried.replayed
+    assert _roles(store) == ["user", "assistant"]
+    # The stored message is the turn's current message, not also its own history.
+    assert [t.text for t in emulator.requests[-1].conversation] == ["Hello coach"]
+
+
+async def test_a_reply_whose_write_failed_is_produced_again_once(
+    service: TurnService, store: ConversationStore
+) -> None:
+    real = store._client.transact_write_items
+    calls: list[int] = []
+
+    def fail_second(**request: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "TransactWriteItems")
+        return real(**request)
+
+    store._client.transact_write_items = fail_second  # type: ignore[method-assign]
+    with pytest.raises(StoreError):
+        await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
+    await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
+    assert _roles(store) == ["user", "assistant"]
+
+
+async def test_the_same_id_for_another_message_is_refused(service: TurnService, store: ConversationStore) -> None:
+    await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
+    with pytest.raises(DuplicateMessageIdError):
+        await service.start_turn("u", "Something else", "msg-1")
+    assert _roles(store) == ["user", "assistant"]
+
+
+async def test_ids_are_per_user(service: TurnService, store: ConversationStore) -> None:
+    await (await service.start_turn("a", "Hello", "msg-1")).collect()
+    second = await (await service.start_turn("b", "Hello", "msg-1")).collect()
+    assert not second.replayed
+    assert _roles(store, "b") == ["user", "assistant"]
+
+
+@pytest.mark.parametrize("client_id", ["", "has space", "x" * 129, "semi;colon"])
+async def test_malformed_ids_are_refused_before_anything_is_stored(
+    service: TurnService, store: ConversationStore, client_id: str
+) -> None:
+    with pytest.raises(InvalidMessageError, match="client message id"):
+        await service.start_turn("u", "Hello", client_id)
+    assert _roles(store) == []
+
+
+async def test_identified_turns_see_the_same_history_as_others(
+    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    for index, text in enumerate(["Hi", "I'm a beginner", "I walk 5 km most days"]):
+        await (await service.start_turn("u", text, f"msg-{index}")).collect()
+    conversation = emulator.requests[-1].conversation
+    assert [t.role for t in conversation] == ["user", "assistant", "user", "assistant", "user"]
+    assert conversation[-1].text == "I walk 5 km most days"
