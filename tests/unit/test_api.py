@@ -13,6 +13,7 @@ from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.server import Fault
 from onboarding.store import ConversationStore
 from onboarding.turns import TurnService
+from tests.support.faults import fail_nth_call
 
 
 def identity(sub: str | None, request_id: str = "req-1") -> dict[str, str]:
@@ -263,16 +264,7 @@ async def test_unknown_routes_and_methods_get_the_same_error_shape(
 
 def _fail_the_second_put(store: ConversationStore) -> None:
     """The user's message is stored; the coach's reply is not."""
-    real = store._client.put_item
-    calls: list[int] = []
-
-    def put(**request: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "PutItem")
-        return real(**request)
-
-    store._client.put_item = put  # type: ignore[method-assign]
+    fail_nth_call(store._client, "put_item", 2)
 
 
 async def test_a_reply_that_cannot_be_saved_ends_the_stream_with_an_error_event(

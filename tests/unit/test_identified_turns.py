@@ -1,15 +1,13 @@
 """Turns with a client message id (the app's own id, or Twilio's MessageSid): however often one
 message is delivered, its turn is stored once and answered once."""
 
-from typing import Any
-
 import pytest
-from botocore.exceptions import ClientError
 
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.server import Fault
 from onboarding.store import ConversationStore, StoreError
 from onboarding.turns import DuplicateMessageIdError, InvalidMessageError, ModelUnavailableError, TurnService
+from tests.support.faults import fail_nth_call
 
 
 def _roles(store: ConversationStore, user_id: str = "u") -> list[str]:
@@ -61,16 +59,7 @@ async def test_after_a_failed_reply_a_retry_answers_the_stored_message(
 async def test_a_reply_whose_write_failed_is_produced_again_once(
     service: TurnService, store: ConversationStore
 ) -> None:
-    real = store._client.transact_write_items
-    calls: list[int] = []
-
-    def fail_second(**request: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "TransactWriteItems")
-        return real(**request)
-
-    store._client.transact_write_items = fail_second  # type: ignore[method-assign]
+    fail_nth_call(store._client, "transact_write_items", 2)  # the reply's write
     with pytest.raises(StoreError):
         await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
     await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
