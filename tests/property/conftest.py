@@ -1,3 +1,3 @@
-from tests.unit.conftest import dynamodb, llm, orchestrator, settings, store
+from tests.unit.conftest import dynamodb, idempotency_table, llm, orchestrator, settings, sms_queue, store
 
-__all__ = ["dynamodb", "llm", "orchestrator", "settings", "store"]
+__all__ = ["dynamodb", "idempotency_table", "llm", "orchestrator", "settings", "sms_queue", "store"]
