@@ -19,7 +19,7 @@ from onboarding.store import ConversationStore
 
 TOKEN = "property-test-token"  # noqa: S105 - a test value
 URL = "https://abc123.execute-api.us-east-1.amazonaws.com/v1/sms"
-CONTEXT = LocalLambdaContext(function_name="SmsWebhookFunction", aws_request_id="req-prop")
+CONTEXT: Any = LocalLambdaContext(function_name="SmsWebhookFunction", aws_request_id="req-prop")
 
 field_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
 forms = st.fixed_dictionaries(
