@@ -27,10 +27,12 @@ from onboarding.settings import Settings
 from onboarding.store import ConversationStore, InvalidCursorError, StoreError
 from onboarding.store_factory import build_store
 from onboarding.turns import (
+    CoachUnavailableError,
     DuplicateMessageIdError,
     InvalidMessageError,
     MessageTooLargeError,
     ModelUnavailableError,
+    RateLimitedError,
     Turn,
     TurnService,
 )
@@ -43,9 +45,17 @@ cognito_token = HTTPBearer(auto_error=False, description="A Cognito user pool ID
 
 
 class ApiError(Exception):
-    def __init__(self, status: HTTPStatus, code: str, message: str, details: list[dict[str, Any]] | None = None):
+    def __init__(
+        self,
+        status: HTTPStatus,
+        code: str,
+        message: str,
+        details: list[dict[str, Any]] | None = None,
+        retry_after_s: int | None = None,
+    ):
         super().__init__(message)
         self.status, self.code, self.message, self.details = status, code, message, details
+        self.retry_after_s = retry_after_s
 
 
 class ErrorBody(BaseModel):
@@ -102,11 +112,14 @@ class PhonesResponse(BaseModel):
     phones: list[str] = Field(description="E.164 numbers whose texts continue this user's conversation.")
 
 
-ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorBody} for status in (400, 401, 409, 413, 502, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody} for status in (400, 401, 409, 413, 429, 502, 503)
+}
 SSE_DESCRIPTION = (
     'With `Accept: text/event-stream`: one `chunk` event per piece of the reply (`{"text": ...}`), then '
     '`done` (`{"userMessageId", "assistantMessageId"}`), or `error` (`{"error", "message", '
-    '"userMessageId"}`) if the model fails mid-reply.'
+    '"userMessageId"}`) if the model fails mid-reply; the error `coach_unavailable` (with `retryAfter`, in '
+    "seconds) means the model has been failing and was not called: the message is saved."
 )
 
 
@@ -149,6 +162,17 @@ async def _stream(turn: Turn) -> AsyncIterator[bytes]:
     try:
         async for chunk in turn:
             yield _sse("chunk", {"text": chunk})
+    except CoachUnavailableError as error:
+        yield _sse(
+            "error",
+            {
+                "error": "coach_unavailable",
+                "message": str(error),
+                "userMessageId": user_message_id,
+                "retryAfter": error.retry_after_s,
+            },
+        )
+        return
     except ModelUnavailableError as error:
         yield _sse("error", {"error": "model_unavailable", "message": str(error), "userMessageId": user_message_id})
         return
@@ -191,7 +215,10 @@ def create_app(service: TurnService, store: ConversationStore) -> FastAPI:
     @app.exception_handler(ApiError)
     async def api_error(_: Request, error: ApiError) -> JSONResponse:
         body = ErrorBody(error=error.code, message=error.message, details=error.details)
-        headers = {"Retry-After": "2"} if error.status == HTTPStatus.SERVICE_UNAVAILABLE else None
+        retry_after = error.retry_after_s
+        if retry_after is None and error.status == HTTPStatus.SERVICE_UNAVAILABLE:
+            retry_after = 2
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
         return JSONResponse(body.model_dump(exclude_none=True), status_code=error.status, headers=headers)
 
     @app.exception_handler(HTTPException)
@@ -232,6 +259,13 @@ def create_app(service: TurnService, store: ConversationStore) -> FastAPI:
             turn = await service.start_turn(user_id, request.message, request.client_message_id)
         except DuplicateMessageIdError as error:
             raise ApiError(HTTPStatus.CONFLICT, "duplicate_message_id", str(error)) from error
+        except RateLimitedError as error:
+            raise ApiError(
+                HTTPStatus.TOO_MANY_REQUESTS,
+                "rate_limited",
+                f"you are sending messages faster than the coach can answer; try again in {error.retry_after_s} s",
+                retry_after_s=error.retry_after_s,
+            ) from error
         except MessageTooLargeError as error:
             raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "message_too_large", str(error)) from error
         except InvalidMessageError as error:
@@ -245,6 +279,10 @@ def create_app(service: TurnService, store: ConversationStore) -> FastAPI:
             return EventSourceResponse(_stream(turn), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         try:
             result = await turn.collect()
+        except CoachUnavailableError as error:
+            raise ApiError(
+                HTTPStatus.SERVICE_UNAVAILABLE, "coach_unavailable", str(error), retry_after_s=error.retry_after_s
+            ) from error
         except ModelUnavailableError as error:
             raise ApiError(HTTPStatus.BAD_GATEWAY, "model_unavailable", str(error)) from error
         except StoreError as error:

@@ -19,13 +19,21 @@ _ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/(?P<operation>converse|converse-s
 _CHUNK = re.compile(r"\S+\s*|\s+")
 
 
+STREAM_FAULTS = {
+    "stream_error": ("modelStreamErrorException", "The model stream failed."),
+    "stream_throttle": ("throttlingException", "Too many tokens, please wait before trying again."),
+}
+
+
 @dataclass(frozen=True)
 class Fault:
-    """What the next request meets: `throttle` answers 429 before any event; `stream_error`
-    sends `modelStreamErrorException` after `after_chunks` text chunks; `empty_reply` streams a
-    complete message with no text (a model may do that, e.g. when it stops at once)."""
+    """What the next request meets: `throttle` answers 429 before any event; `unavailable` answers
+    503 ServiceUnavailableException; `stream_error` sends `modelStreamErrorException` after
+    `after_chunks` text chunks, and `stream_throttle` a `throttlingException` event there (Bedrock
+    can refuse inside a stream that already opened); `empty_reply` streams a complete message with
+    no text (a model may do that, e.g. when it stops at once)."""
 
-    kind: Literal["throttle", "stream_error", "empty_reply"]
+    kind: Literal["throttle", "unavailable", "stream_error", "stream_throttle", "empty_reply"]
     after_chunks: int = 0
 
 
@@ -76,6 +84,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "throttle":
             self._error(429, "ThrottlingException", "Too many requests, please wait before trying again.")
             return
+        if fault is not None and fault.kind == "unavailable":
+            self._error(503, "ServiceUnavailableException", "Bedrock is unable to process your request.")
+            return
         reply = (
             ""
             if fault is not None and fault.kind == "empty_reply"
@@ -121,8 +132,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(encode_event("messageStart", {"role": "assistant"}))
         delay = self.server.emulator.chunk_delay_s
         for index, piece in enumerate(_CHUNK.findall(reply)):
-            if fault is not None and fault.kind == "stream_error" and index == fault.after_chunks:
-                self._send(encode_exception("modelStreamErrorException", "The model stream failed."))
+            if fault is not None and fault.kind in STREAM_FAULTS and index == fault.after_chunks:
+                self._send(encode_exception(*STREAM_FAULTS[fault.kind]))
                 self._finish()
                 return
             if delay:

@@ -11,6 +11,7 @@ from infra.bedrock_emulator import BedrockEmulator
 from infra.template import table_create_request
 from onboarding.model import build_chat_model
 from onboarding.orchestrator import OnboardingAgentOrchestrator
+from onboarding.resilience import RetryPolicy
 from onboarding.settings import Settings
 from onboarding.store import ConversationStore
 from onboarding.turns import TurnService
@@ -49,9 +50,13 @@ def orchestrator(store: ConversationStore, llm: BaseChatModel) -> OnboardingAgen
     return OnboardingAgentOrchestrator(store, llm)
 
 
+FAST_RETRIES = RetryPolicy(attempts=3, budget_s=5.0, first_backoff_s=0.01, max_backoff_s=0.05)
+"""The default policy's shape with backoffs short enough for tests."""
+
+
 @pytest.fixture
 def service(orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, settings: Settings) -> TurnService:
-    return TurnService(orchestrator, store, settings.max_message_bytes)
+    return TurnService(orchestrator, store, settings.max_message_bytes, retry_policy=FAST_RETRIES)
 
 
 IDEMPOTENCY_TABLE = "onboarding-idempotency-test"

@@ -84,10 +84,10 @@ async def test_stream_failure_keeps_the_user_turn_and_stores_no_half_reply(
     assert turn.result is None
 
 
-async def test_throttling_before_the_stream_is_a_model_error(
+async def test_throttling_after_botocores_retries_is_a_model_error(
     service: TurnService, store: ConversationStore, emulator: BedrockEmulator
 ) -> None:
-    emulator.queue_fault(Fault("throttle"))
+    emulator.queue_fault(Fault("throttle"))  # the fixture's model makes one attempt
     turn = await service.start_turn("u", "Hello")
     with pytest.raises(ModelUnavailableError):
         await turn.collect()

@@ -9,6 +9,7 @@ from langchain_core.language_models import BaseChatModel
 
 from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.context import OnboardingAgentContext
+from onboarding.metrics import count_metric
 from onboarding.state import OnboardingAgentType, OnboardingState
 from onboarding.store import ConversationStore, LoadedTurnContext, StoredMessage, StoreError
 
@@ -51,6 +52,7 @@ class OnboardingAgentOrchestrator:
                 "Could not load conversation history; continuing with none",
                 extra={"reason": type(error.__cause__ or error).__name__},
             )
+            count_metric("HistoryLoadFailed")
             return LoadedTurnContext(state=OnboardingState.initial(), messages=())
 
     @staticmethod

@@ -22,6 +22,17 @@ class Settings(BaseModel):
     dynamodb_max_attempts: int = Field(default=5, ge=1, le=10)
     history_load_limit: int = Field(default=20, ge=0, le=1000)
     max_message_bytes: int = Field(default=32 * 1024, ge=1, le=256 * 1024)
+    # Per-user message rate limit on both channels: at most `rate_limit_messages` per window (0 = off).
+    rate_limit_messages: int = Field(default=20, ge=0, le=10_000)
+    rate_limit_window_s: int = Field(default=60, ge=1, le=24 * 3600)
+    # Tries of a model reply that fails before its first token (throttling, a broken stream), within
+    # `model_retry_budget_s` in all; each try also has botocore's own retries of the HTTP call.
+    model_stream_attempts: int = Field(default=3, ge=1, le=10)
+    model_retry_budget_s: float = Field(default=20.0, gt=0)
+    # After this many model failures in a row, the instance stops calling the model for
+    # `circuit_reset_s` seconds and answers at once that the coach will be back shortly.
+    circuit_failure_threshold: int = Field(default=5, ge=1)
+    circuit_reset_s: float = Field(default=30.0, gt=0)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -38,6 +49,12 @@ class Settings(BaseModel):
             "dynamodb_max_attempts": "DYNAMODB_MAX_ATTEMPTS",
             "history_load_limit": "HISTORY_LOAD_LIMIT",
             "max_message_bytes": "MAX_MESSAGE_BYTES",
+            "rate_limit_messages": "RATE_LIMIT_MESSAGES",
+            "rate_limit_window_s": "RATE_LIMIT_WINDOW_S",
+            "model_stream_attempts": "BEDROCK_STREAM_ATTEMPTS",
+            "model_retry_budget_s": "BEDROCK_RETRY_BUDGET_S",
+            "circuit_failure_threshold": "CIRCUIT_FAILURE_THRESHOLD",
+            "circuit_reset_s": "CIRCUIT_RESET_S",
         }
         values: dict[str, str] = {field: env[var] for field, var in names.items() if var in env}
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")

@@ -7,11 +7,34 @@ from dataclasses import dataclass
 from aws_lambda_powertools import Logger
 
 from onboarding.agents import BaseOnboardingAgent
+from onboarding.metrics import count_metric
 from onboarding.orchestrator import OnboardingAgentOrchestrator
-from onboarding.store import CLIENT_ID_PATTERN, ClientIdConflictError, ConversationStore, StoredMessage
+from onboarding.resilience import CircuitBreaker, RetryPolicy, open_stream
+from onboarding.store import (
+    CLIENT_ID_PATTERN,
+    ClientIdConflictError,
+    ConversationStore,
+    RateLimit,
+    RateLimitedError,
+    StoredMessage,
+)
 from onboarding.text import is_blank
 
 logger = Logger(child=True)
+
+
+__all__ = [  # RateLimitedError is re-exported: handlers map it to a 429 or an SMS answer.
+    "CoachUnavailableError",
+    "DuplicateMessageIdError",
+    "InvalidMessageError",
+    "MessageTooLargeError",
+    "ModelUnavailableError",
+    "RateLimitedError",
+    "Turn",
+    "TurnResult",
+    "TurnService",
+    "validate_message",
+]
 
 
 class InvalidMessageError(ValueError):
@@ -24,6 +47,17 @@ class MessageTooLargeError(InvalidMessageError):
 
 class ModelUnavailableError(RuntimeError):
     """The model failed before finishing its reply. The user's message is stored; no reply is."""
+
+
+class CoachUnavailableError(ModelUnavailableError):
+    """The model has been failing, so this turn did not call it. The user's message is stored."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(
+            "The coach is taking a short break. Your message is saved; we'll get back to you, "
+            "please try again in a minute."
+        )
+        self.retry_after_s = retry_after_s
 
 
 class DuplicateMessageIdError(InvalidMessageError):
@@ -62,8 +96,12 @@ class Turn:
         client_message_id: str | None = None,
         earlier_reply: StoredMessage | None = None,
         delivered: bool = False,
+        breaker: CircuitBreaker | None = None,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
         self._agent = agent
+        self._breaker = breaker or CircuitBreaker()
+        self._retry_policy = retry_policy or RetryPolicy()
         self._store = store
         self._message = message
         self._client_message_id = client_message_id
@@ -84,14 +122,26 @@ class Turn:
                 self.user_message, self._earlier_reply, reply, replayed=True, delivered=self._delivered
             )
             return
+        if not self._breaker.allows_call():
+            logger.warning("Model circuit open; answering without calling it")
+            count_metric("ModelCallSkipped")
+            raise CoachUnavailableError(self._breaker.retry_after_s())
+        agent = self._agent
         parts: list[str] = []
         try:
-            async for chunk in self._agent.stream_response(self._message):
-                parts.append(chunk)
-                yield chunk
+            stream, first = await open_stream(lambda: agent.stream_response(self._message), self._retry_policy)
+            if first is not None:
+                parts.append(first)
+                yield first
+                async for chunk in stream:
+                    parts.append(chunk)
+                    yield chunk
         except Exception as error:
+            self._breaker.record_failure()
             logger.error("Model stream failed", extra={"chunks_received": len(parts)}, exc_info=True)
+            count_metric("ModelFailed")
             raise ModelUnavailableError("the coach could not finish its reply; please try again") from error
+        self._breaker.record_success()
         reply = "".join(parts)
         assistant_message = None
         if is_blank(reply):
@@ -123,11 +173,25 @@ class TurnService:
     """The domain entry point handlers call: one method per turn."""
 
     def __init__(
-        self, orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, max_message_bytes: int
+        self,
+        orchestrator: OnboardingAgentOrchestrator,
+        store: ConversationStore,
+        max_message_bytes: int,
+        rate_limit: RateLimit | None = None,
+        breaker: CircuitBreaker | None = None,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
         self._orchestrator = orchestrator
         self._store = store
         self._max_message_bytes = max_message_bytes
+        self._rate_limit = rate_limit
+        # One breaker per service, i.e. per Lambda instance: it outlives the turns it guards.
+        self._breaker = breaker or CircuitBreaker()
+        self._retry_policy = retry_policy or RetryPolicy()
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        return self._rate_limit
 
     async def start_turn(self, user_id: str, message: str, client_message_id: str | None = None) -> Turn:
         """Store the user's message and return the turn, ready to stream the reply.
@@ -136,6 +200,7 @@ class TurnService:
         also part of its own history. With a `client_message_id` (the app's own id for the
         message, or Twilio's MessageSid), a repeated delivery stores nothing: it replays the
         stored reply, or, if the first delivery never finished, answers the stored message.
+        Raises RateLimitedError, storing nothing, when the user is over the rate limit.
         """
         if not user_id:
             raise InvalidMessageError("a user id is required")
@@ -143,20 +208,41 @@ class TurnService:
         if client_message_id is not None:
             return await self._start_identified_turn(user_id, message, client_message_id)
         agent = await self._orchestrator.get_current_agent(user_id)
-        user_message = await asyncio.to_thread(self._store.append_message, user_id, "user", message)
-        return Turn(agent, self._store, message, user_message)
+        user_message = await asyncio.to_thread(self._store.append_message, user_id, "user", message, self._rate_limit)
+        return self._turn(agent, message, user_message)
+
+    def _turn(
+        self,
+        agent: BaseOnboardingAgent | None,
+        message: str,
+        user_message: StoredMessage,
+        client_message_id: str | None = None,
+        earlier_reply: StoredMessage | None = None,
+        delivered: bool = False,
+    ) -> Turn:
+        return Turn(
+            agent,
+            self._store,
+            message,
+            user_message,
+            client_message_id,
+            earlier_reply,
+            delivered,
+            self._breaker,
+            self._retry_policy,
+        )
 
     async def _start_identified_turn(self, user_id: str, message: str, client_message_id: str) -> Turn:
         if not CLIENT_ID_PATTERN.match(client_message_id):
             raise InvalidMessageError("a client message id is 1 to 128 letters, digits or _.:-")
         try:
-            claimed = await asyncio.to_thread(self._store.append_user_message_once, user_id, client_message_id, message)
+            claimed = await asyncio.to_thread(
+                self._store.append_user_message_once, user_id, client_message_id, message, self._rate_limit
+            )
         except ClientIdConflictError as error:
             raise DuplicateMessageIdError(str(error)) from error
         if claimed.reply is not None:
             logger.info("Repeated delivery of an answered message; replaying the stored reply")
-            return Turn(
-                None, self._store, message, claimed.user_message, client_message_id, claimed.reply, claimed.delivered
-            )
+            return self._turn(None, message, claimed.user_message, client_message_id, claimed.reply, claimed.delivered)
         agent = await self._orchestrator.get_current_agent(user_id, exclude_message_id=claimed.user_message.message_id)
-        return Turn(agent, self._store, message, claimed.user_message, client_message_id)
+        return self._turn(agent, message, claimed.user_message, client_message_id)

@@ -1,0 +1,227 @@
+"""Model failures: retries before the first token, the circuit breaker, and the metrics operators alarm on."""
+
+import json
+import logging
+from typing import Any
+
+import httpx
+import pytest
+from botocore.exceptions import (
+    ClientError,
+    EndpointConnectionError,
+    EventStreamError,
+    ReadTimeoutError,
+    ResponseStreamingError,
+)
+from langchain_core.language_models import BaseChatModel
+
+from functions.api.app import create_app
+from infra.bedrock_emulator import BedrockEmulator
+from infra.bedrock_emulator.server import Fault
+from onboarding.model import build_chat_model
+from onboarding.orchestrator import OnboardingAgentOrchestrator
+from onboarding.resilience import CircuitBreaker, RetryPolicy, is_transient_model_error
+from onboarding.settings import Settings
+from onboarding.store import ConversationStore
+from onboarding.turns import CoachUnavailableError, ModelUnavailableError, TurnService
+from tests.support.clock import FakeClock
+from tests.unit.conftest import FAST_RETRIES
+from tests.unit.test_api import identity, parse_sse
+
+pytestmark = pytest.mark.unit
+
+
+def metrics_in(output: str) -> list[str]:
+    """Names of the Embedded Metric Format metrics printed in `output`."""
+    names = []
+    for line in output.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            names += [m["Name"] for m in json.loads(line)["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
+    return names
+
+
+@pytest.mark.parametrize(
+    "fault", [Fault("stream_throttle"), Fault("stream_error", after_chunks=0)], ids=["throttling", "stream-error"]
+)
+async def test_a_stream_that_fails_before_its_first_token_is_retried(
+    service: TurnService,
+    store: ConversationStore,
+    emulator: BedrockEmulator,
+    fault: Fault,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    emulator.queue_fault(fault)
+    before = len(emulator.requests)
+    result = await (await service.start_turn("u", "Hello")).collect()
+    assert result.reply.startswith("Hi, I'm your coach!")
+    assert len(emulator.requests) - before == 2
+    assert [m.role for m in store.load_turn_context("u").messages] == ["user", "assistant"]
+    assert "ModelRetry" in metrics_in(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("fault", [Fault("throttle"), Fault("unavailable")], ids=["429", "503"])
+async def test_an_error_response_is_retried_by_botocore_with_backoff(
+    store: ConversationStore, emulator: BedrockEmulator, fault: Fault
+) -> None:
+    """botocore's standard mode retries what Bedrock refuses outright; our retries do not add to it."""
+    llm = build_chat_model(Settings(table_name="onboarding-memory-test", model_max_attempts=3))
+    service = TurnService(OnboardingAgentOrchestrator(store, llm), store, 1000, retry_policy=FAST_RETRIES)
+    emulator.queue_fault(fault)
+    before = len(emulator.requests)
+    result = await (await service.start_turn("u", "Hello")).collect()
+    assert result.reply.startswith("Hi, I'm your coach!")
+    assert len(emulator.requests) - before == 2
+
+
+async def test_an_error_response_after_botocores_retries_is_not_retried_again(
+    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    emulator.queue_fault(Fault("throttle"))  # the fixture's model makes one attempt
+    before = len(emulator.requests)
+    with pytest.raises(ModelUnavailableError):
+        await (await service.start_turn("u", "Hello")).collect()
+    assert len(emulator.requests) - before == 1
+    assert [m.role for m in store.load_turn_context("u").messages] == ["user"]
+
+
+async def test_a_failure_after_the_first_token_is_not_retried(
+    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    """A retry would send the user the start of the reply twice; they are told instead."""
+    emulator.queue_fault(Fault("stream_throttle", after_chunks=2))
+    before = len(emulator.requests)
+    received: list[str] = []
+    turn = await service.start_turn("u", "Hello")
+
+    async def consume() -> None:
+        async for chunk in turn:
+            received.append(chunk)
+
+    with pytest.raises(ModelUnavailableError):
+        await consume()
+    assert len(received) == 2
+    assert len(emulator.requests) - before == 1
+    assert [(m.role, m.content) for m in store.load_turn_context("u").messages] == [("user", "Hello")]
+
+
+async def test_retries_stop_within_the_time_budget(
+    orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    """With backoffs longer than the budget, no retry is started: the Lambda's time is not spent waiting."""
+    policy = RetryPolicy(attempts=10, budget_s=0.2, first_backoff_s=1.0, max_backoff_s=4.0)
+    service = TurnService(orchestrator, store, 1000, retry_policy=policy)
+    for _ in range(10):
+        emulator.queue_fault(Fault("stream_throttle"))
+    before = len(emulator.requests)
+    with pytest.raises(ModelUnavailableError):
+        await (await service.start_turn("u", "Hello")).collect()
+    assert len(emulator.requests) - before == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (EventStreamError({"Error": {"Code": "throttlingException"}}, "ConverseStream"), True),
+        (EventStreamError({"Error": {"Code": "modelStreamErrorException"}}, "ConverseStream"), True),
+        (EventStreamError({"Error": {"Code": "validationException"}}, "ConverseStream"), False),
+        (ResponseStreamingError(error="connection reset"), True),
+        (ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com"), True),
+        (ClientError({"Error": {"Code": "ThrottlingException"}}, "ConverseStream"), False),
+        (EndpointConnectionError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com"), False),
+        (ClientError({"Error": {"Code": "ValidationException"}}, "ConverseStream"), False),
+        (ClientError({"Error": {"Code": "AccessDeniedException"}}, "ConverseStream"), False),
+        (ValueError("a bug of ours"), False),
+    ],
+)
+def test_only_transient_errors_are_retried(error: BaseException, transient: bool) -> None:
+    assert is_transient_model_error(error) is transient
+
+
+def test_the_breaker_opens_after_failures_in_a_row_and_half_opens_after_its_reset_time() -> None:
+    clock = FakeClock()
+    breaker = CircuitBreaker(failure_threshold=3, reset_s=30, clock=clock)
+    breaker.record_failure()
+    breaker.record_failure()
+    breaker.record_success()  # a success resets the count
+    breaker.record_failure()
+    breaker.record_failure()
+    assert breaker.state == "closed"
+    breaker.record_failure()
+    assert (breaker.state, breaker.allows_call(), breaker.retry_after_s()) == ("open", False, 30)
+    clock.now += 29.5
+    assert (breaker.allows_call(), breaker.retry_after_s()) == (False, 1)
+    clock.now += 0.5
+    assert (breaker.state, breaker.allows_call()) == ("half-open", True)
+    breaker.record_failure()  # the trial call failed: open again, for a full reset time
+    assert (breaker.state, breaker.retry_after_s()) == ("open", 30)
+    clock.now += 30
+    breaker.record_success()
+    assert (breaker.state, breaker.retry_after_s()) == ("closed", 0)
+
+
+async def test_an_open_breaker_answers_at_once_without_the_model_and_keeps_the_message(
+    orchestrator: OnboardingAgentOrchestrator,
+    store: ConversationStore,
+    emulator: BedrockEmulator,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    clock = FakeClock()
+    service = TurnService(
+        orchestrator, store, 1000, breaker=CircuitBreaker(2, 60, clock=clock), retry_policy=RetryPolicy(attempts=1)
+    )
+    for _ in range(2):
+        emulator.queue_fault(Fault("stream_error"))
+        with pytest.raises(ModelUnavailableError):
+            await (await service.start_turn("u", "are you there?")).collect()
+    before = len(emulator.requests)
+    with pytest.raises(CoachUnavailableError, match="we'll get back to you") as raised:
+        await (await service.start_turn("u", "hello?")).collect()
+    assert raised.value.retry_after_s == 60
+    assert len(emulator.requests) == before, "an open breaker must not call the model"
+    assert [m.content for m in store.load_turn_context("u").messages] == ["are you there?", "are you there?", "hello?"]
+    assert {"ModelFailed", "ModelCircuitOpened", "ModelCallSkipped"} <= set(metrics_in(capsys.readouterr().out))
+    clock.now += 60  # the outage is over: the next turn tries the model and answers all three messages
+    result = await (await service.start_turn("u", "still there?")).collect()
+    assert result.assistant_message is not None
+    assert emulator.requests[-1].conversation[-1].text == "are you there?\nare you there?\nhello?\nstill there?"
+
+
+async def test_the_api_answers_503_with_retry_after_when_the_breaker_is_open(
+    orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, emulator: BedrockEmulator
+) -> None:
+    service = TurnService(
+        orchestrator, store, 1000, breaker=CircuitBreaker(1, 45, clock=FakeClock()), retry_policy=RetryPolicy(1)
+    )
+    transport = httpx.ASGITransport(app=create_app(service, store))
+    async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as client:
+        emulator.queue_fault(Fault("throttle"))
+        failed = await client.post("/chat", json={"message": "one"}, headers=identity("u"))
+        assert (failed.status_code, failed.json()["error"]) == (502, "model_unavailable")
+        paused = await client.post("/chat", json={"message": "two"}, headers=identity("u"))
+        streamed = await client.post(
+            "/chat", json={"message": "three"}, headers=identity("u") | {"accept": "text/event-stream"}
+        )
+    assert (paused.status_code, paused.headers["retry-after"]) == (503, "45")
+    body: dict[str, Any] = paused.json()
+    assert body["error"] == "coach_unavailable"
+    assert "Your message is saved" in body["message"]
+    [(name, data)] = parse_sse(streamed.text)
+    assert (name, data["error"], data["retryAfter"]) == ("error", "coach_unavailable", 45)
+    assert [m.content for m in store.load_turn_context("u").messages] == ["one", "two", "three"]
+
+
+async def test_a_history_read_failure_is_logged_and_counted(
+    dynamodb: Any, llm: BaseChatModel, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Seed R6: the turn goes on with empty history; operators see a warning and a metric."""
+    orchestrator = OnboardingAgentOrchestrator(ConversationStore(dynamodb, "missing-table"), llm)
+    with caplog.at_level(logging.WARNING):
+        agent = await orchestrator.get_current_agent("u")
+    assert list(agent.context.conversation_history) == []
+    assert any(r.levelno == logging.WARNING and "Could not load" in r.getMessage() for r in caplog.records)
+    assert metrics_in(capsys.readouterr().out) == ["HistoryLoadFailed"]
+
+
+def test_the_unit_fixture_keeps_the_default_policy_shape() -> None:
+    """Tests shorten the waits only; the number of tries is the product's default."""
+    assert FAST_RETRIES.attempts == RetryPolicy().attempts
