@@ -4,6 +4,7 @@ Layout of a user's partition (`pk = USER#<user id>`), in sort-key order:
 
     CLIENT#<client message id>         which messages a client's (or Twilio's) message id produced
     CONTACT#<E.164 phone>              a phone number linked to this user (sorts before messages)
+    LIMIT#<window number>              how many messages the user sent in one rate-limit window
     MSG#<13-digit epoch ms>#<random>   one item per message, immutable once written
     ~STATE                             onboarding state (current agent, agent_context)
 
@@ -24,6 +25,7 @@ messages written one after another keep their order even inside one millisecond.
 import base64
 import binascii
 import json
+import math
 import re
 import secrets
 import threading
@@ -54,6 +56,7 @@ CONTACT_PREFIX = "CONTACT#"
 CLIENT_PREFIX = "CLIENT#"
 CLIENT_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 CLIENT_RECORD_LIFETIME_S = 7 * 24 * 3600  # deliveries are retried for minutes or hours, not weeks
+RATE_PREFIX = "LIMIT#"
 PHONE_PREFIX = "PHONE#"
 PHONE_OWNER_SORT_KEY = "~OWNER"
 LINK_PREFIX = "LINK#"
@@ -68,6 +71,22 @@ _MESSAGE_SORT_KEY = re.compile(r"^MSG#\d{13}#[0-9a-f]{12}$")
 
 class StoreError(Exception):
     """The table could not be read or written (after botocore's own retries)."""
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """At most `messages` user messages per `window_s` seconds, counted in fixed windows."""
+
+    messages: int
+    window_s: int
+
+
+class RateLimitedError(Exception):
+    """The user sent more messages than the rate limit allows; this one was not stored."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(f"too many messages; try again in {retry_after_s} s")
+        self.retry_after_s = retry_after_s
 
 
 class InvalidCursorError(ValueError):
@@ -221,22 +240,92 @@ class ConversationStore:
                 newest_first.append(message)
         return LoadedTurnContext(state=state, messages=tuple(reversed(newest_first)))
 
-    def append_message(self, user_id: str, role: Role, content: str) -> StoredMessage:
-        """Store one message after every message this store wrote before; never overwrites."""
+    def append_message(
+        self, user_id: str, role: Role, content: str, rate_limit: RateLimit | None = None
+    ) -> StoredMessage:
+        """Store one message after every message this store wrote before; never overwrites.
+
+        With a `rate_limit`, the message is counted in the same transaction that stores it, so a
+        refused message is not stored and a stored one is always counted (RateLimitedError).
+        """
         for _ in range(_WRITE_ATTEMPTS):
             message = self._new_message(role, content)
             try:
-                self._client.put_item(**self._message_put(user_id, message)["Put"])
+                if rate_limit is None:
+                    self._client.put_item(**self._message_put(user_id, message)["Put"])
+                else:
+                    self._client.transact_write_items(
+                        TransactItems=[self._message_put(user_id, message), self._rate_count(user_id, rate_limit)]
+                    )
                 return message
             except ClientError as error:
-                if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                reasons = [r.get("Code") for r in error.response.get("CancellationReasons") or []]
+                if reasons[1:2] == ["ConditionalCheckFailed"]:
+                    raise self._refusal(rate_limit) from None
+                collided = reasons[:1] == ["ConditionalCheckFailed"] or (
+                    error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+                )
+                if not collided:
                     raise StoreError(f"could not store the {role} message") from error
                 logger.warning("Message key collision, retrying with a new key")
         raise StoreError(f"could not find a free key for the {role} message")
 
-    def append_user_message_once(self, user_id: str, client_id: str, content: str) -> ClaimedTurn:
+    def _rate_window(self, rate_limit: RateLimit) -> tuple[int, float]:
+        """The current window's number, and the time it ends."""
+        now = self._clock()
+        window = int(now // rate_limit.window_s)
+        return window, (window + 1) * rate_limit.window_s
+
+    def _rate_count(self, user_id: str, rate_limit: RateLimit) -> Any:
+        """A transaction item that counts one message, and fails when the window is full."""
+        window, ends = self._rate_window(rate_limit)
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": {"pk": _partition(user_id), "sk": {"S": f"{RATE_PREFIX}{window}"}},
+                "UpdateExpression": "ADD #count :one SET expires_at = :expires",
+                "ConditionExpression": "attribute_not_exists(#count) OR #count < :max",
+                "ExpressionAttributeNames": {"#count": "message_count"},
+                "ExpressionAttributeValues": {
+                    ":one": {"N": "1"},
+                    ":max": {"N": str(rate_limit.messages)},
+                    # Kept an hour past its window, then DynamoDB's TTL removes it.
+                    ":expires": {"N": str(int(ends) + 3600)},
+                },
+            }
+        }
+
+    def _refusal(self, rate_limit: RateLimit | None) -> RateLimitedError:
+        if rate_limit is None:  # unreachable: only a rate-limited write has a second item
+            raise StoreError("the message was refused for an unknown reason")
+        _, ends = self._rate_window(rate_limit)
+        logger.info("Message refused by the rate limit")
+        return RateLimitedError(max(1, math.ceil(ends - self._clock())))
+
+    def claim_rate_notice(self, user_id: str, rate_limit: RateLimit) -> bool:
+        """True the first time it is called in a full window: the one refusal the user is told
+        about over SMS, so a burst of texts is not answered by a burst of warnings."""
+        window, _ = self._rate_window(rate_limit)
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"pk": _partition(user_id), "sk": {"S": f"{RATE_PREFIX}{window}"}},
+                UpdateExpression="SET notified = :yes",
+                ConditionExpression="attribute_exists(sk) AND attribute_not_exists(notified)",
+                ExpressionAttributeValues={":yes": {"BOOL": True}},
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise StoreError("could not record the rate-limit notice") from error
+        return True
+
+    def append_user_message_once(
+        self, user_id: str, client_id: str, content: str, rate_limit: RateLimit | None = None
+    ) -> ClaimedTurn:
         """Store the user's message once per `client_id`: a second delivery of the same id stores
-        nothing and gets the first one's message (and the reply, once stored)."""
+        nothing and gets the first one's message (and the reply, once stored). Only a first
+        delivery counts against `rate_limit`."""
         if not CLIENT_ID_PATTERN.match(client_id):
             raise ValueError("a client message id is 1 to 128 letters, digits or _.:-")
         for _ in range(_WRITE_ATTEMPTS):
@@ -252,13 +341,18 @@ class ConversationStore:
                     "ConditionExpression": "attribute_not_exists(sk)",
                 }
             }
+            items = [self._message_put(user_id, message), claim]
+            if rate_limit is not None:
+                items.append(self._rate_count(user_id, rate_limit))
             try:
-                self._client.transact_write_items(TransactItems=[self._message_put(user_id, message), claim])
+                self._client.transact_write_items(TransactItems=items)
                 return ClaimedTurn(message, reply=None, first=True)
             except ClientError as error:
                 reasons = [r.get("Code") for r in error.response.get("CancellationReasons") or []]
                 if reasons[1:2] == ["ConditionalCheckFailed"]:
                     return self._earlier_turn(user_id, client_id, content)
+                if reasons[2:3] == ["ConditionalCheckFailed"]:
+                    raise self._refusal(rate_limit) from None
                 if reasons[:1] != ["ConditionalCheckFailed"]:
                     raise StoreError("could not store the user message") from error
                 logger.warning("Message key collision, retrying with a new key")

@@ -8,12 +8,13 @@ from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.sender import RecipientOptedOutError, SmsSender
 from onboarding.sms.split import split_message
 from onboarding.store import ConversationStore
-from onboarding.turns import InvalidMessageError, ModelUnavailableError, TurnService
+from onboarding.turns import InvalidMessageError, ModelUnavailableError, RateLimitedError, TurnService
 
 logger = Logger(child=True)
 
 MODEL_APOLOGY = "Sorry, I couldn't answer just now. I have your message; please text me again in a minute."
 TOO_LONG = "That message is too long for me to read. Could you send it in a few shorter texts?"
+SLOW_DOWN = "You're texting faster than I can keep up. Give me a minute, then send that again."
 
 
 class SmsResponder:
@@ -40,6 +41,8 @@ class SmsResponder:
         except InvalidMessageError:
             logger.info("Queued text refused")
             return self._send([TOO_LONG], request)
+        except RateLimitedError:
+            return await self._refuse_for_rate(request)
         try:
             result = await turn.collect()
         except ModelUnavailableError:
@@ -50,6 +53,15 @@ class SmsResponder:
         sent = self._send(split_message(result.reply) or [MODEL_APOLOGY], request)
         await asyncio.to_thread(self._store.mark_delivered, request.user_id, request.message_id)
         return sent
+
+    async def _refuse_for_rate(self, request: SmsTurnRequest) -> int:
+        """Tell the person once per rate-limit window; the other refused texts get no answer,
+        so a burst of texts is not answered by a burst of warnings (each of which costs an SMS)."""
+        limit = self._service.rate_limit
+        if limit is not None and await asyncio.to_thread(self._store.claim_rate_notice, request.user_id, limit):
+            return self._send([SLOW_DOWN], request)
+        logger.info("Text refused by the rate limit; the person was already told")
+        return 0
 
     def _send(self, parts: list[str], request: SmsTurnRequest) -> int:
         for sent, part in enumerate(parts):

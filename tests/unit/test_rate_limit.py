@@ -1,0 +1,159 @@
+"""Per-user rate limit: counted in the same write that stores the message, on both channels."""
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from langchain_core.language_models import BaseChatModel
+
+from functions.api.app import create_app
+from functions.sms_worker.app import make_handler
+from infra.lambda_runner import LocalLambdaContext
+from infra.twilio_emulator import TwilioEmulator
+from onboarding.orchestrator import OnboardingAgentOrchestrator
+from onboarding.sms.messages import SmsTurnRequest
+from onboarding.sms.responder import SLOW_DOWN, SmsResponder
+from onboarding.sms.sender import TwilioSender
+from onboarding.store import ConversationStore, RateLimit, RateLimitedError
+from onboarding.turns import TurnService
+from tests.support.clock import FakeClock
+from tests.support.sqs_events import sqs_event, sqs_record
+from tests.unit.conftest import FAST_RETRIES, TABLE
+from tests.unit.test_api import identity
+
+pytestmark = pytest.mark.unit
+
+LIMIT = RateLimit(messages=3, window_s=60)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def limited_store(dynamodb: Any, clock: FakeClock) -> ConversationStore:
+    return ConversationStore(dynamodb, TABLE, clock=clock)
+
+
+@pytest.fixture
+def limited_service(limited_store: ConversationStore, llm: BaseChatModel) -> TurnService:
+    orchestrator = OnboardingAgentOrchestrator(limited_store, llm)
+    return TurnService(orchestrator, limited_store, 1000, rate_limit=LIMIT, retry_policy=FAST_RETRIES)
+
+
+def contents(store: ConversationStore, user_id: str = "u") -> list[str]:
+    return [m.content for m in store.load_turn_context(user_id, 50).messages if m.role == "user"]
+
+
+def test_the_message_over_the_limit_is_refused_and_not_stored(
+    limited_store: ConversationStore, clock: FakeClock
+) -> None:
+    for i in range(3):
+        limited_store.append_message("u", "user", f"m{i}", LIMIT)
+    with pytest.raises(RateLimitedError) as refused:
+        limited_store.append_message("u", "user", "one too many", LIMIT)
+    assert refused.value.retry_after_s == 50  # the window ends 50 s from now
+    assert contents(limited_store) == ["m0", "m1", "m2"]
+    limited_store.append_message("u", "assistant", "replies are never limited")
+    limited_store.append_message("other-user", "user", "each user has their own count", LIMIT)
+    clock.now += 50  # the next window
+    limited_store.append_message("u", "user", "later", LIMIT)
+    assert contents(limited_store) == ["m0", "m1", "m2", "later"]
+
+
+def test_the_counter_sorts_before_messages_and_expires(
+    limited_store: ConversationStore, dynamodb: Any, clock: FakeClock
+) -> None:
+    """The newest-first Query of a turn never meets counters; TTL removes them after their window."""
+    limited_store.append_message("u", "user", "hi", LIMIT)
+    items = dynamodb.query(
+        TableName=TABLE,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :limit)",
+        ExpressionAttributeValues={":pk": {"S": "USER#u"}, ":limit": {"S": "LIMIT#"}},
+    )["Items"]
+    [counter] = items
+    assert counter["sk"]["S"] < "MSG#"
+    assert counter["message_count"]["N"] == "1"
+    assert int(counter["expires_at"]["N"]) > clock.now + 50
+    assert [m.content for m in limited_store.load_turn_context("u").messages] == ["hi"]
+
+
+async def test_a_repeated_client_message_id_does_not_count(
+    limited_service: TurnService, limited_store: ConversationStore
+) -> None:
+    for _ in range(5):
+        await (await limited_service.start_turn("u", "same message", "client-1")).collect()
+    await (await limited_service.start_turn("u", "second", "client-2")).collect()
+    await (await limited_service.start_turn("u", "third", "client-3")).collect()
+    with pytest.raises(RateLimitedError):
+        await limited_service.start_turn("u", "fourth", "client-4")
+    assert contents(limited_store) == ["same message", "second", "third"]
+
+
+async def test_a_refused_client_message_id_can_be_sent_again_later(
+    limited_service: TurnService, limited_store: ConversationStore, clock: FakeClock
+) -> None:
+    for i in range(3):
+        await limited_service.start_turn("u", f"m{i}")
+    with pytest.raises(RateLimitedError):
+        await limited_service.start_turn("u", "retry me", "client-9")
+    clock.now += 60
+    result = await (await limited_service.start_turn("u", "retry me", "client-9")).collect()
+    assert result.user_message.content == "retry me"
+    assert not result.replayed
+
+
+async def test_the_api_answers_429_with_retry_after_and_stores_nothing(
+    limited_service: TurnService, limited_store: ConversationStore
+) -> None:
+    transport = httpx.ASGITransport(app=create_app(limited_service, limited_store))
+    async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as client:
+        for i in range(3):
+            assert (await client.post("/chat", json={"message": f"m{i}"}, headers=identity("u"))).status_code == 200
+        refused = await client.post(
+            "/chat", json={"message": "too fast"}, headers=identity("u") | {"accept": "text/event-stream"}
+        )
+    assert (refused.status_code, refused.headers["retry-after"]) == (429, "50")
+    assert refused.json()["error"] == "rate_limited"
+    assert "try again in 50 s" in refused.json()["message"]
+    assert contents(limited_store) == ["m0", "m1", "m2"]
+
+
+@pytest.fixture
+def twilio() -> Iterator[TwilioEmulator]:
+    with TwilioEmulator() as running:
+        yield running
+
+
+def test_sms_over_the_limit_gets_one_slow_down_text_per_window(
+    limited_service: TurnService,
+    limited_store: ConversationStore,
+    twilio: TwilioEmulator,
+    idempotency_table: str,
+    clock: FakeClock,
+) -> None:
+    sender = TwilioSender(twilio.account_sid, lambda: twilio.auth_token, twilio.url)
+    handler = make_handler(
+        SmsResponder(limited_service, limited_store, sender), DynamoDBPersistenceLayer(table_name=idempotency_table)
+    )
+
+    def text(sid: str, body: str) -> dict[str, Any]:
+        request = SmsTurnRequest(
+            message_id=sid, user_id="u", from_phone="+15551230001", to_phone="+15550000000", text=body
+        )
+        context: Any = LocalLambdaContext(function_name="SmsWorkerFunction", aws_request_id=f"req-{sid}")
+        return handler(sqs_event(sqs_record(request)), context)
+
+    for i in range(6):
+        assert text(f"SM{i}", f"text {i}")["batchItemFailures"] == []
+    bodies = [sms.body for sms in twilio.sent]
+    assert len(bodies) == 4
+    assert bodies[3] == SLOW_DOWN
+    assert contents(limited_store) == ["text 0", "text 1", "text 2"]
+    clock.now += 60
+    assert text("SM7", "text 7")["batchItemFailures"] == []
+    assert twilio.sent[-1].body != SLOW_DOWN
+    assert contents(limited_store)[-1] == "text 7"
