@@ -39,6 +39,8 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 from infra.bedrock_emulator import BedrockEmulator  # noqa: E402
 
+pytest_plugins = ["tests.support.log_audit"]
+
 settings.register_profile(
     "default",
     max_examples=100,

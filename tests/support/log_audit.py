@@ -1,0 +1,150 @@
+"""A pytest plugin that audits every log line the test suite makes for personal data.
+
+After each test, every structured (Powertools JSON) log line the test printed is checked:
+
+- no phone number (E.164-like, `+` and 7 to 15 digits) anywhere in the line, tracebacks included;
+- no text a user said in that test (what reached `validate_message` for a turn, or the webhook's
+  intake as an SMS body), whatever field it hides in;
+- `message` is one of the log messages written in our code (a literal), so no value is ever
+  formatted into it;
+- every other field we add is a number, a boolean, or a short token without spaces (a count, a
+  reason's class name, a key shape), never free text.
+
+A test that logs personal data fails with the offending line's field names (not its content).
+The spies only record what passes through; they do not change it.
+"""
+
+import ast
+import json
+import re
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+SOURCES = [ROOT / "layers" / "onboarding" / "onboarding", ROOT / "functions"]
+PHONE = re.compile(r"\+[1-9]\d{6,14}(?!\d)")
+TOKEN = re.compile(r"^[A-Za-z0-9_.:/#@\[\]-]{0,80}$")
+MIN_TEXT = 6  # shorter texts ("Hi", "yes") are ordinary words and would match anything
+POWERTOOLS_KEYS = {
+    "level",
+    "location",
+    "message",
+    "timestamp",
+    "service",
+    "sampling_rate",
+    "cold_start",
+    "function_name",
+    "function_memory_size",
+    "function_arn",
+    "function_request_id",
+    "correlation_id",
+    "xray_trace_id",
+    "exception",
+    "exception_name",
+    "stack_trace",
+}
+LOG_METHODS = {"debug", "info", "warning", "error", "exception", "critical"}
+SAID = pytest.StashKey[list[str]]()
+
+
+def _literal_log_messages() -> set[str]:
+    """Every string literal passed as the first argument of a `logger.<level>(...)` call in our code."""
+    messages = set()
+    for source in SOURCES:
+        for path in source.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in LOG_METHODS
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                ):
+                    messages.add(node.args[0].value)
+    return messages
+
+
+KNOWN_MESSAGES = _literal_log_messages()
+
+
+def _log_lines(report: pytest.TestReport) -> Iterator[tuple[str, dict[str, Any]]]:
+    for _, content in report.sections:
+        for line in content.splitlines():
+            if not line.startswith("{"):
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "level" in record and "message" in record:
+                yield line, record
+
+
+def problems_in(line: str, record: dict[str, Any], said: list[str]) -> list[str]:
+    """What is wrong with one log line, named without repeating its content."""
+    found = []
+    if PHONE.search(line):
+        found.append("a phone number")
+    if any(text in line or json.dumps(text)[1:-1] in line for text in said):
+        found.append("a user's message text")
+    if record.get("message") not in KNOWN_MESSAGES:
+        found.append("a `message` that is not a literal in our code")
+    for key, value in record.items():
+        if key in POWERTOOLS_KEYS or value is None or isinstance(value, bool | int | float):
+            continue
+        if not (isinstance(value, str) and TOKEN.match(value)) and not _all_tokens(value):
+            found.append(f"free text in field `{key}`")
+    return found
+
+
+def _all_tokens(value: Any) -> bool:
+    if isinstance(value, list | tuple):
+        return all(isinstance(v, bool | int | float) or (isinstance(v, str) and TOKEN.match(v)) for v in value)
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _record_what_users_say(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spy on the two doors user text comes in by: a turn's message, and an SMS at the webhook."""
+    said: list[str] = []
+    request.node.stash[SAID] = said
+    from onboarding import turns
+    from onboarding.sms import intake
+
+    validate = turns.validate_message
+    accept = intake.SmsIntake.accept
+
+    def validate_spy(message: str, max_bytes: int) -> None:
+        if isinstance(message, str) and len(message.strip()) >= MIN_TEXT:
+            said.append(message)
+        validate(message, max_bytes)
+
+    def accept_spy(self: intake.SmsIntake, sms: Any) -> str | None:
+        if len(sms.body.strip()) >= MIN_TEXT:
+            said.append(sms.body)
+        return accept(self, sms)
+
+    monkeypatch.setattr(turns, "validate_message", validate_spy)
+    monkeypatch.setattr(intake.SmsIntake, "accept", accept_spy)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when != "teardown":  # the teardown report carries the output of every phase
+        return report
+    said = item.stash.get(SAID, [])
+    findings = []
+    for line, record in _log_lines(report):
+        for problem in problems_in(line, record, said):
+            findings.append(f"{record.get('level')} {record.get('message')!r} ({sorted(record)}): {problem}")
+    if findings and report.passed:
+        report.outcome = "failed"
+        report.longrepr = "The test's logs contain personal data:\n" + "\n".join(sorted(set(findings)))
+    return report
