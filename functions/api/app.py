@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from starlette.exceptions import HTTPException
 
+from onboarding.redaction import RedactingFormatter
 from onboarding.settings import Settings
 from onboarding.store import ConversationStore, InvalidCursorError, StoreError
 from onboarding.store_factory import build_store
@@ -38,7 +39,7 @@ from onboarding.turns import (
 )
 from onboarding.wiring import build_turn_service
 
-logger = Logger()
+logger = Logger(logger_formatter=RedactingFormatter())
 
 # Documents the Cognito ID token API Gateway checks; the app itself never reads the token.
 cognito_token = HTTPBearer(auto_error=False, description="A Cognito user pool ID token (checked by API Gateway).")

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from twilio.request_validator import RequestValidator
 from twilio.twiml.messaging_response import MessagingResponse
 
+from onboarding.redaction import RedactingFormatter
 from onboarding.settings import Settings
 from onboarding.sms.intake import SmsIntake
 from onboarding.sms.messages import InboundSms, OptOut
@@ -35,7 +36,7 @@ from onboarding.sms.settings import WebhookSettings
 from onboarding.sms.wiring import build_idempotency_layer, build_intake, twilio_auth_token, webhook_url
 from onboarding.store import StoreError
 
-logger = Logger()
+logger = Logger(logger_formatter=RedactingFormatter())
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 

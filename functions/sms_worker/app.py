@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
+from onboarding.redaction import RedactingFormatter
 from onboarding.settings import Settings
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.responder import SmsResponder
@@ -27,7 +28,7 @@ from onboarding.sms.wiring import build_idempotency_layer, twilio_auth_token
 from onboarding.store_factory import build_store
 from onboarding.wiring import build_turn_service
 
-logger = Logger()
+logger = Logger(logger_formatter=RedactingFormatter())
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
