@@ -5,6 +5,7 @@ from pydantic import ValidationError
 
 from onboarding.model import bedrock_client_config, build_chat_model
 from onboarding.settings import DEFAULT_MODEL_ID, Settings
+from onboarding.store import RateLimit
 
 
 def test_defaults_and_overrides() -> None:
@@ -34,3 +35,28 @@ def test_one_botocore_config_carries_retries_and_timeouts() -> None:
     assert client_config.retries["mode"] == "standard"
     assert client_config.retries["total_max_attempts"] == 4
     assert model.client.meta.region_name == "us-east-1"  # type: ignore[attr-defined]
+
+
+def test_resilience_and_rate_limit_settings_reach_the_turn_service() -> None:
+    from infra.template import load_template
+    from onboarding.wiring import build_turn_service
+
+    environ = {
+        "TABLE_NAME": "t-1",
+        "RATE_LIMIT_MESSAGES": "7",
+        "RATE_LIMIT_WINDOW_S": "30",
+        "BEDROCK_STREAM_ATTEMPTS": "4",
+        "BEDROCK_RETRY_BUDGET_S": "12.5",
+        "CIRCUIT_FAILURE_THRESHOLD": "2",
+        "CIRCUIT_RESET_S": "9",
+    }
+    settings = Settings.from_env(environ)
+    service = build_turn_service(settings)
+    assert service.rate_limit == RateLimit(7, 30)
+    assert (settings.model_stream_attempts, settings.model_retry_budget_s) == (4, 12.5)
+    assert (settings.circuit_failure_threshold, settings.circuit_reset_s) == (2, 9)
+    assert build_turn_service(Settings.from_env({"TABLE_NAME": "t-1", "RATE_LIMIT_MESSAGES": "0"})).rate_limit is None
+    # The template gives every function the rate limit from its parameters.
+    variables = load_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["RATE_LIMIT_MESSAGES"] == {"Ref": "RateLimitMessages"}
+    assert variables["RATE_LIMIT_WINDOW_S"] == {"Ref": "RateLimitWindowSeconds"}
