@@ -35,7 +35,7 @@ _CloudFormationLoader.add_multi_constructor("!", _intrinsic)
 @cache
 def load_template(path: Path = TEMPLATE_PATH) -> dict[str, Any]:
     with path.open(encoding="utf-8") as handle:
-        document = yaml.load(handle, Loader=_CloudFormationLoader)  # noqa: S506 - a SafeLoader subclass
+        document = yaml.load(handle, Loader=_CloudFormationLoader)  # noqa: S506  # nosec B506 - a SafeLoader subclass
     if not isinstance(document, dict):
         raise ValueError(f"{path} is not a template")
     return document

@@ -183,7 +183,8 @@ async def _stream(turn: Turn) -> AsyncIterator[bytes]:
             "error", {"error": "store_unavailable", "message": REPLY_NOT_SAVED, "userMessageId": user_message_id}
         )
         return
-    assert turn.result is not None  # noqa: S101 - a completed stream always has its result
+    if turn.result is None:  # unreachable: a completed stream always has its result
+        raise RuntimeError("the turn finished without a result")
     assistant = turn.result.assistant_message
     yield _sse(
         "done",
