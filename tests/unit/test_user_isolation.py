@@ -45,12 +45,13 @@ async def b_memory(client: httpx.AsyncClient, store: ConversationStore, dynamodb
 
 
 def partition(dynamodb: Any, user_id: str) -> list[dict[str, Any]]:
-    return dynamodb.query(
+    items: list[dict[str, Any]] = dynamodb.query(
         TableName=TABLE,
         KeyConditionExpression="pk = :pk",
         ExpressionAttributeValues={":pk": {"S": f"USER#{user_id}"}},
         ConsistentRead=True,
     )["Items"]
+    return items
 
 
 ATTEMPTS: list[tuple[str, dict[str, Any]]] = [
