@@ -48,7 +48,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class LocalDynamoDB:
-    """moto's DynamoDB server in a child process, so its state is its own."""
+    """moto's server (DynamoDB, SQS, SSM) in a child process, so its state is its own; each request
+    is applied atomically, as DynamoDB does (see infra/dynamodb_server.py)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int | None = None) -> None:
         self.host, self.port = host, port or free_port(host)
@@ -61,7 +62,8 @@ class LocalDynamoDB:
 
     def start(self, timeout_s: float = 30.0) -> "LocalDynamoDB":
         self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)],
+            [sys.executable, "-m", "infra.dynamodb_server", "-H", self.host, "-p", str(self.port)],
+            cwd=Path(__file__).parents[1],  # where `infra` is importable from
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             # Its own session: a Ctrl-C in the terminal reaches only us, so the table can still be

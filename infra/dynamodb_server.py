@@ -1,0 +1,55 @@
+"""moto's server, with each DynamoDB request applied atomically: `python -m infra.dynamodb_server -H host -p port`.
+
+DynamoDB applies every request atomically: a conditional write's check and its write are one
+step, and `TransactWriteItems` is serializable against other writes. moto's own server is threaded
+and does not do that: two concurrent conditional writes can both pass their condition. Tests that
+race deliveries of one message against each other need the real behaviour, so this serves moto's
+WSGI app behind one lock per request. Clients still connect and wait concurrently; only the
+applying of a request is serialized, which is what DynamoDB guarantees per request and nothing
+more (our code's own race windows, between requests, stay open).
+"""
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from moto.moto_server.threaded_moto_server import MotoRequestHandler  # type: ignore[attr-defined]
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from werkzeug.serving import run_simple
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def one_request_at_a_time(app: WsgiApp) -> WsgiApp:
+    lock = threading.Lock()
+
+    def serialized(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if not environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
+            # SQS and SSM pass through: an SQS long poll waits for messages, and must not hold the lock.
+            return app(environ, start_response)
+        with lock:
+            # The whole body is produced under the lock: the request is applied before another starts.
+            return list(app(environ, start_response))
+
+    return serialized
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-H", "--host", default="127.0.0.1")
+    parser.add_argument("-p", "--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    # As moto's own server does: queue URLs carry this port, and a stop signal ends the process cleanly.
+    os.environ.setdefault("MOTO_PORT", str(args.port))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
+    app = DomainDispatcherApplication(create_backend_app)
+    run_simple(args.host, args.port, one_request_at_a_time(app), threaded=True, request_handler=MotoRequestHandler)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Concurrency over real HTTP on loopback: the local gateway, the local DynamoDB server (each request
+atomic, as DynamoDB's are: infra/dynamodb_server.py), the Bedrock emulator and the Twilio stand-in.
+Every wait is bounded."""
+
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import urlencode
+
+import boto3
+import httpx
+import pytest
+
+from infra.local_stack import LocalStack
+from infra.twilio_emulator import webhook_form
+
+pytestmark = pytest.mark.integration
+
+HTTP = httpx.Client(timeout=120, limits=httpx.Limits(max_connections=100))
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    with pytest.MonkeyPatch.context() as env:
+        # 100 messages at once are far over the per-user rate limit; that limit has its own tests.
+        env.setenv("RATE_LIMIT_MESSAGES", "0")
+        with LocalStack(api_port=0) as running:
+            yield running
+
+
+def at_once(count: int, call: Callable[[int], httpx.Response]) -> list[httpx.Response]:
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(call, range(count), timeout=300))
+
+
+def partition(stack: LocalStack, user_id: str) -> list[dict[str, Any]]:
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=stack.dynamodb.url)
+    pages = client.get_paginator("query").paginate(
+        TableName=stack.table_name,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"USER#{user_id}"}},
+        ConsistentRead=True,
+    )
+    return [item for page in pages for item in page["Items"]]
+
+
+def chat(stack: LocalStack, user_id: str, body: dict[str, str]) -> httpx.Response:
+    return HTTP.post(f"{stack.api_url}/chat", json=body, headers={"Authorization": f"Bearer {user_id}"})
+
+
+def test_100_concurrent_turns_for_one_user_store_200_paired_messages(stack: LocalStack, user_id: str) -> None:
+    started = time.monotonic()
+    responses = at_once(100, lambda i: chat(stack, user_id, {"message": f"message {i}", "clientMessageId": f"c-{i}"}))
+    elapsed = time.monotonic() - started
+    assert [r.status_code for r in responses] == [200] * 100
+    items = partition(stack, user_id)
+    messages = {i["sk"]["S"]: i for i in items if i["sk"]["S"].startswith("MSG#")}
+    assert len(messages) == 200, "none lost, none overwritten"
+    users = sorted(m["content"]["S"] for m in messages.values() if m["role"]["S"] == "user")
+    assert users == sorted(f"message {i}" for i in range(100))
+    # Pairing, explicitly: each turn's record names its user message and its reply, and each
+    # response carries the same two ids.
+    records = {i["sk"]["S"].removeprefix("CLIENT#"): i for i in items if i["sk"]["S"].startswith("CLIENT#")}
+    assert len(records) == 100
+    replies = set()
+    for index, response in enumerate(responses):
+        body, record = response.json(), records[f"c-{index}"]
+        assert record["user_message_id"]["S"] == body["userMessageId"]
+        assert record["reply_message_id"]["S"] == body["assistantMessageId"]
+        user_item = messages["MSG#" + body["userMessageId"].replace("-", "#", 1)]
+        reply_item = messages["MSG#" + body["assistantMessageId"].replace("-", "#", 1)]
+        assert user_item["content"]["S"] == f"message {index}"
+        assert (reply_item["role"]["S"], reply_item["content"]["S"]) == ("assistant", body["reply"])
+        assert reply_item["sk"]["S"] > user_item["sk"]["S"], "a reply is stored after its message"
+        replies.add(body["assistantMessageId"])
+    assert len(replies) == 100
+    print(f"100 concurrent turns: {elapsed:.1f} s, 200 messages stored")
+
+
+def test_one_client_message_id_delivered_5_times_at_once_and_again_is_one_turn(stack: LocalStack, user_id: str) -> None:
+    body = {"message": "I'm a beginner", "clientMessageId": "resent-1"}
+    concurrent = at_once(5, lambda _: chat(stack, user_id, body))
+    sequential = [chat(stack, user_id, body) for _ in range(5)]
+    answers = {
+        (r.status_code, r.json()["userMessageId"], r.json()["assistantMessageId"]) for r in concurrent + sequential
+    }
+    assert len(answers) == 1, answers
+    assert {r.json()["reply"] for r in concurrent + sequential} == {concurrent[0].json()["reply"]}
+    stored = [i for i in partition(stack, user_id) if i["sk"]["S"].startswith("MSG#")]
+    assert sorted(i["role"]["S"] for i in stored) == ["assistant", "user"]
+
+
+def test_one_message_sid_delivered_5_times_at_once_is_one_turn_and_one_sms(stack: LocalStack) -> None:
+    phone, sid = "+15557770123", "SMconcurrency0000000000000000001"
+    form = webhook_form(sid, phone, "Hi coach, I'm new here")
+    url = f"{stack.api_url}/sms"
+    headers = {"X-Twilio-Signature": stack.twilio.sign(url, form), "Content-Type": "application/x-www-form-urlencoded"}
+    responses = at_once(5, lambda _: HTTP.post(url, content=urlencode(form), headers=headers))
+    assert [r.status_code for r in responses] == [200] * 5
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not [s for s in stack.twilio.sent if s.to == phone]:
+        time.sleep(0.1)
+    time.sleep(2)  # time for a duplicate to arrive, if one were coming
+    assert len([s for s in stack.twilio.sent if s.to == phone]) == 1
+    owner = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=stack.dynamodb.url).get_item(
+        TableName=stack.table_name, Key={"pk": {"S": f"PHONE#{phone}"}, "sk": {"S": "~OWNER"}}
+    )["Item"]
+    stored = [i for i in partition(stack, owner["user_id"]["S"]) if i["sk"]["S"].startswith("MSG#")]
+    assert sorted(i["role"]["S"] for i in stored) == ["assistant", "user"]
