@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from infra.template import function_handler, load_template, resource, web_adapter_app
+from onboarding.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -250,3 +251,12 @@ def test_the_sms_channel_exists_only_once_a_twilio_account_is_given() -> None:
     assert template["Conditions"]["SmsEnabled"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "TwilioAccountSid"}, ""]}]}
     for logical_id in ("SmsWebhookFunction", "SmsWorkerFunction", "SmsQueue", "SmsDeadLetterQueue", "IdempotencyTable"):
         assert resource(logical_id)["Condition"] == "SmsEnabled", logical_id
+
+
+@pytest.mark.parametrize("logical_id", ["ApiFunction", "SmsWorkerFunction"])
+def test_model_retries_end_well_inside_the_functions_timeout(logical_id: str) -> None:
+    """Retries before the first token stop starting after their budget; with one more try's connect
+    time and the first token, the turn still has time left to stream and store the reply."""
+    settings = Settings(table_name="t-1")
+    timeout = resource(logical_id)["Properties"].get("Timeout") or load_template()["Globals"]["Function"]["Timeout"]
+    assert settings.model_retry_budget_s + settings.model_connect_timeout_s <= timeout / 2
