@@ -16,9 +16,10 @@ from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.responder import SLOW_DOWN, SmsResponder
 from onboarding.sms.sender import TwilioSender
-from onboarding.store import ConversationStore, RateLimit, RateLimitedError
+from onboarding.store import ConversationStore, RateLimit, RateLimitedError, StoreError
 from onboarding.turns import TurnService
 from tests.support.clock import FakeClock
+from tests.support.faults import fail_nth_call
 from tests.support.sqs_events import sqs_event, sqs_record
 from tests.unit.conftest import FAST_RETRIES, TABLE
 from tests.unit.test_api import identity
@@ -157,3 +158,15 @@ def test_sms_over_the_limit_gets_one_slow_down_text_per_window(
     assert text("SM7", "text 7")["batchItemFailures"] == []
     assert twilio.sent[-1].body != SLOW_DOWN
     assert contents(limited_store)[-1] == "text 7"
+
+
+def test_a_table_failure_while_recording_the_notice_is_a_store_error(
+    limited_store: ConversationStore, dynamodb: Any
+) -> None:
+    for i in range(3):
+        limited_store.append_message("u", "user", f"m{i}", LIMIT)
+    fail_nth_call(dynamodb, "update_item", 1)
+    with pytest.raises(StoreError, match="rate-limit notice"):
+        limited_store.claim_rate_notice("u", LIMIT)
+    assert limited_store.claim_rate_notice("u", LIMIT) is True  # the failed call recorded nothing
+    assert limited_store.claim_rate_notice("u", LIMIT) is False
