@@ -2,11 +2,13 @@
 
 DynamoDB applies every request atomically: a conditional write's check and its write are one
 step, and `TransactWriteItems` is serializable against other writes. moto's own server is threaded
-and does not do that: two concurrent conditional writes can both pass their condition. Tests that
-race deliveries of one message against each other need the real behaviour, so this serves moto's
-WSGI app behind one lock per request. Clients still connect and wait concurrently; only the
-applying of a request is serialized, which is what DynamoDB guarantees per request and nothing
-more (our code's own race windows, between requests, stay open).
+and does not do that: two concurrent conditional writes can both pass their condition, and a
+cancelled `TransactWriteItems` puts back a copy of its tables taken before it started, undoing or
+reviving what other requests wrote meanwhile. Tests that race deliveries of one message against
+each other need the real behaviour, so this serves moto's WSGI app behind one lock per DynamoDB
+request. Clients still connect and wait concurrently; only the applying of a request is
+serialized, which is what DynamoDB guarantees per request and nothing more (our code's own race
+windows, between requests, stay open).
 """
 
 import argparse
@@ -33,7 +35,13 @@ def one_request_at_a_time(app: WsgiApp) -> WsgiApp:
             return app(environ, start_response)
         with lock:
             # The whole body is produced under the lock: the request is applied before another starts.
-            return list(app(environ, start_response))
+            result = app(environ, start_response)
+            try:
+                return list(result)
+            finally:
+                close = getattr(result, "close", None)  # as a WSGI server would, once the body is read
+                if close is not None:
+                    close()
 
     return serialized
 

@@ -1,6 +1,11 @@
 """The embedded local stack: moto's server over HTTP (DynamoDB, SQS, SSM), the Bedrock emulator,
 the Twilio stand-in and, on request, the local gateway (API routes and the SQS poller).
 
+moto runs under infra/dynamodb_server.py, which applies each DynamoDB request atomically, as
+DynamoDB does: moto's own threaded server lets concurrent requests interleave (two conditional
+writes can both pass one condition; a cancelled transaction's rollback can undo another's writes),
+and the concurrency tests race exactly such requests.
+
 Code under test is pointed at it only through AWS's standard endpoint variables
 (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`, `AWS_ENDPOINT_URL_SQS`, ...),
 exactly as it would be at any other endpoint; Twilio's client through `TWILIO_API_BASE_URL`.

@@ -2,7 +2,10 @@
 atomic, as DynamoDB's are: infra/dynamodb_server.py), the Bedrock emulator and the Twilio stand-in.
 Every wait is bounded."""
 
+import threading
 import time
+import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -11,12 +14,17 @@ from urllib.parse import urlencode
 import boto3
 import httpx
 import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from infra.local_stack import LocalStack
+from infra.template import table_create_request
 from infra.twilio_emulator import webhook_form
 
 pytestmark = pytest.mark.integration
 
+# The racing-transactions test: rounds, simultaneous transactions a round, items in its table first.
+ROUNDS, RACERS, PREFILL = 10, 20, 300
 HTTP = httpx.Client(timeout=120, limits=httpx.Limits(max_connections=100))
 
 
@@ -60,7 +68,9 @@ def test_100_concurrent_turns_for_one_user_store_200_paired_messages(stack: Loca
     users = sorted(m["content"]["S"] for m in messages.values() if m["role"]["S"] == "user")
     assert users == sorted(f"message {i}" for i in range(100))
     # Pairing, explicitly: each turn's record names its user message and its reply, and each
-    # response carries the same two ids.
+    # response carries the same two ids. (The scripted coach's quote of the message it answers is no
+    # pairing here: 100 turns at once all read a history without a reply, so every reply is the
+    # greeting, which quotes nothing.)
     records = {i["sk"]["S"].removeprefix("CLIENT#"): i for i in items if i["sk"]["S"].startswith("CLIENT#")}
     assert len(records) == 100
     replies = set()
@@ -108,3 +118,81 @@ def test_one_message_sid_delivered_5_times_at_once_is_one_turn_and_one_sms(stack
     )["Item"]
     stored = [i for i in partition(stack, owner["user_id"]["S"]) if i["sk"]["S"].startswith("MSG#")]
     assert sorted(i["role"]["S"] for i in stored) == ["assistant", "user"]
+
+
+def test_racing_conditional_transactions_on_the_local_server_have_exactly_one_winner(stack: LocalStack) -> None:
+    """The server itself, without retries: ROUNDS rounds of RACERS simultaneous `TransactWriteItems`,
+    each claiming one key on condition and writing one item of its own. DynamoDB lets exactly one win
+    a round and applies nothing of a cancelled one. moto alone does not: it copies a transaction's
+    tables first and puts the copy back if the transaction is cancelled, so without the lock in
+    infra/dynamodb_server.py two racers win a round, a copy put back undoes or revives other
+    transactions' writes, or a copy taken while another request writes fails with a 500. PREFILL
+    items make that copy slow enough for requests to overlap in the server (with an empty table,
+    this passed without the lock too)."""
+    client = boto3.client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url=stack.dynamodb.url,
+        config=Config(retries={"mode": "standard", "max_attempts": 1}, max_pool_connections=RACERS),
+    )
+    table = f"race-{uuid.uuid4()}"
+    client.create_table(**table_create_request("ConversationTable", table))
+    for first in range(0, PREFILL, 25):
+        puts: list[Any] = [
+            {"PutRequest": {"Item": {"pk": {"S": "FILL"}, "sk": {"S": f"{n:05d}"}}}} for n in range(first, first + 25)
+        ]
+        assert not client.batch_write_item(RequestItems={table: puts}).get("UnprocessedItems")
+
+    def claim(round_: int, racer: int, gate: threading.Barrier) -> str:
+        gate.wait(timeout=30)
+        try:
+            client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": {
+                                "pk": {"S": "RACE"},
+                                "sk": {"S": f"CLAIM#{round_:02d}"},
+                                "racer": {"N": str(racer)},
+                            },
+                            "ConditionExpression": "attribute_not_exists(sk)",
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": {"pk": {"S": "RACE"}, "sk": {"S": f"OWN#{round_:02d}#{racer:02d}"}},
+                        }
+                    },
+                ]
+            )
+        except ClientError as error:
+            return str(error.response["Error"]["Code"])
+        return "won"
+
+    started = time.monotonic()
+    outcomes: list[Counter[str]] = []
+    with ThreadPoolExecutor(max_workers=RACERS) as pool:
+        for round_ in range(ROUNDS):
+            gate = threading.Barrier(RACERS)  # all of a round's transactions leave together
+            futures = [pool.submit(claim, round_, racer, gate) for racer in range(RACERS)]
+            outcomes.append(Counter(future.result(timeout=120) for future in futures))
+    elapsed = time.monotonic() - started
+    pages = client.get_paginator("query").paginate(
+        TableName=table, KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": {"S": "RACE"}}
+    )
+    stored = {item["sk"]["S"]: item for page in pages for item in page["Items"]}
+    client.delete_table(TableName=table)
+    expected = Counter({"won": 1, "TransactionCanceledException": RACERS - 1})
+    broken = {round_: dict(outcome) for round_, outcome in enumerate(outcomes) if outcome != expected}
+    assert not broken, f"rounds without exactly one winner among {RACERS}: {broken}"
+    # Each round stores its claim and its winner's own item, and nothing of a cancelled transaction.
+    winners = {sk: int(item["racer"]["N"]) for sk, item in stored.items() if sk.startswith("CLAIM#")}
+    expected_keys = {f"CLAIM#{r:02d}" for r in range(ROUNDS)} | {
+        f"OWN#{sk.removeprefix('CLAIM#')}#{racer:02d}" for sk, racer in winners.items()
+    }
+    missing, unexpected = sorted(expected_keys - set(stored)), sorted(set(stored) - expected_keys)
+    assert not missing, f"lost: {missing}"
+    assert not unexpected, f"written by cancelled transactions: {unexpected}"
+    print(f"{ROUNDS} rounds of {RACERS} racing transactions over {PREFILL} items: {elapsed:.1f} s")
