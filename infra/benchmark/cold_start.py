@@ -1,0 +1,51 @@
+"""One cold start, in the process it runs in: `python -m infra.benchmark.cold_start <FunctionId>`.
+
+Prints the seconds from just before the function's module is imported until its first answer to
+its sample event in events/: the module's imports, its clients, and the first handler call (for the
+API, through the ASGI app as Lambda Web Adapter calls it). The local tooling that locates the
+function and plays the adapter is imported before the clock starts, because in Lambda it is not
+there. The caller sets the local stack's environment.
+"""
+
+import asyncio
+import importlib.util
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from infra.lambda_runner import LocalLambdaContext
+from infra.template import function_handler, web_adapter_app
+from infra.web_adapter import invoke_asgi
+
+EVENTS = {
+    "ApiFunction": "api_chat.json",
+    "SmsWebhookFunction": "sms_webhook.json",
+    "SmsWorkerFunction": "sms_worker.json",
+}
+
+
+def main() -> None:
+    logical_id = sys.argv[1]
+    event = json.loads((Path(__file__).parents[2] / "events" / EVENTS[logical_id]).read_text(encoding="utf-8"))
+    located = web_adapter_app(logical_id)
+    code_dir, module_name, attribute = located or function_handler(logical_id)
+    started = time.perf_counter()
+    spec = importlib.util.spec_from_file_location(f"_cold_{logical_id}", code_dir / f"{module_name}.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {logical_id} from {code_dir}")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(code_dir))
+    spec.loader.exec_module(module)
+    entry = getattr(module, attribute)
+    if located is not None:
+        response = asyncio.run(invoke_asgi(entry, event))
+    else:
+        response = entry(event, LocalLambdaContext(function_name=logical_id, aws_request_id=str(uuid.uuid4())))
+    elapsed = time.perf_counter() - started
+    print(json.dumps({"function": logical_id, "seconds": elapsed, "status": response.get("statusCode")}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""The benchmark's smoke version, as CI runs it: it completes, prints every section, and the turn's
+table traffic is what the design promises (1 read and at most 2 writes, whatever the history)."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).parents[2]
+
+
+def test_the_quick_benchmark_runs_and_a_turn_costs_one_read_and_two_writes() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "infra.benchmark", "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    out = completed.stdout
+    rows = re.findall(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+$", out, flags=re.MULTILINE)
+    assert [int(row[0]) for row in rows] == [20, 200]
+    for _, reads, writes, items_read, _ in rows:
+        assert (int(reads), int(writes)) == (1, 2)
+        assert int(items_read) <= 21
+    assert "SMS webhook acknowledgement" in out
+    for function in ("ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"):
+        assert re.search(rf"^{function}\s+[\d.]+ s", out, flags=re.MULTILINE)
