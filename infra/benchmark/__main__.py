@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the smoke version CI runs: small sizes, few samples")
     args = parser.parse_args(argv)
     histories = [20, 200] if args.quick else [20, 1_000, 10_000]
-    samples, posts, colds = (5, 20, 1) if args.quick else (200, 1_000, 10)
+    samples, posts, colds = (5, 20, 1) if args.quick else (50, 1_000, 10)
 
     with LocalStack() as stack:
         print("DynamoDB per turn (one whole turn; context = load + build, the orchestrator's work)")

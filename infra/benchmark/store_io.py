@@ -65,8 +65,12 @@ def seed_history(settings: Settings, user_id: str, count: int) -> None:
     ]
     for begin in range(0, len(items), 25):
         batch: Any = {settings.table_name: [{"PutRequest": {"Item": item}} for item in items[begin : begin + 25]]}
-        while batch:  # bounded by DynamoDB: unprocessed items shrink each round
+        for _ in range(10):
             batch = client.batch_write_item(RequestItems=batch).get("UnprocessedItems") or {}
+            if not batch:
+                break
+        else:
+            raise RuntimeError("the table kept refusing the history's items")
 
 
 @dataclass(frozen=True)
