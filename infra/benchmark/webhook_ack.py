@@ -3,6 +3,7 @@ against the local stack's DynamoDB, SQS and SSM over HTTP."""
 
 import statistics
 import time
+import uuid
 from typing import Any
 from urllib.parse import urlencode
 
@@ -13,8 +14,9 @@ from infra.twilio_emulator import webhook_form
 def measure_webhook_ack(sign: Any, url: str, posts: int) -> dict[str, float]:
     """p50 / p99 / max milliseconds over `posts` distinct signed texts (after one warm-up call)."""
     timings = []
+    run = uuid.uuid4().hex[:8]  # a new MessageSid every post, even across runs: none is a duplicate
     for index in range(posts + 1):
-        form = webhook_form(f"SMbench{index:026d}", f"+1555{index % 10_000_000:07d}", f"benchmark text {index}")
+        form = webhook_form(f"SM{run}{index:024d}", f"+1555{index % 10_000_000:07d}", f"benchmark text {index}")
         event = {
             "path": "/sms",
             "httpMethod": "POST",
