@@ -16,6 +16,7 @@ async support needs Tornado, and what counts as a failure (a stream that fails b
 token) is ours to define anyway. See docs/decisions/0010-reliability.md.
 """
 
+import math
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -122,7 +123,7 @@ class CircuitBreaker:
         """Whole seconds until the breaker lets a call through again (0 when it does now)."""
         if self._opened_at is None:
             return 0
-        return max(0, int(self._opened_at + self._reset_s - self._clock() + 0.999))
+        return max(0, math.ceil(self._opened_at + self._reset_s - self._clock()))
 
     def record_success(self) -> None:
         if self._opened_at is not None:

@@ -260,7 +260,7 @@ class ConversationStore:
                 return message
             except ClientError as error:
                 reasons = [r.get("Code") for r in error.response.get("CancellationReasons") or []]
-                if reasons[1:2] == ["ConditionalCheckFailed"]:
+                if rate_limit is not None and reasons[1:2] == ["ConditionalCheckFailed"]:
                     raise self._refusal(rate_limit) from None
                 collided = reasons[:1] == ["ConditionalCheckFailed"] or (
                     error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
@@ -295,9 +295,7 @@ class ConversationStore:
             }
         }
 
-    def _refusal(self, rate_limit: RateLimit | None) -> RateLimitedError:
-        if rate_limit is None:  # unreachable: only a rate-limited write has a second item
-            raise StoreError("the message was refused for an unknown reason")
+    def _refusal(self, rate_limit: RateLimit) -> RateLimitedError:
         _, ends = self._rate_window(rate_limit)
         logger.info("Message refused by the rate limit")
         return RateLimitedError(max(1, math.ceil(ends - self._clock())))
@@ -351,7 +349,7 @@ class ConversationStore:
                 reasons = [r.get("Code") for r in error.response.get("CancellationReasons") or []]
                 if reasons[1:2] == ["ConditionalCheckFailed"]:
                     return self._earlier_turn(user_id, client_id, content)
-                if reasons[2:3] == ["ConditionalCheckFailed"]:
+                if rate_limit is not None and reasons[2:3] == ["ConditionalCheckFailed"]:
                     raise self._refusal(rate_limit) from None
                 if reasons[:1] != ["ConditionalCheckFailed"]:
                     raise StoreError("could not store the user message") from error

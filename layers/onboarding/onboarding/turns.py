@@ -96,12 +96,13 @@ class Turn:
         client_message_id: str | None = None,
         earlier_reply: StoredMessage | None = None,
         delivered: bool = False,
-        breaker: CircuitBreaker | None = None,
-        retry_policy: RetryPolicy | None = None,
+        *,
+        breaker: CircuitBreaker,
+        retry_policy: RetryPolicy,
     ) -> None:
         self._agent = agent
-        self._breaker = breaker or CircuitBreaker()
-        self._retry_policy = retry_policy or RetryPolicy()
+        self._breaker = breaker  # the service's: it outlives this turn
+        self._retry_policy = retry_policy
         self._store = store
         self._message = message
         self._client_message_id = client_message_id
@@ -228,8 +229,8 @@ class TurnService:
             client_message_id,
             earlier_reply,
             delivered,
-            self._breaker,
-            self._retry_policy,
+            breaker=self._breaker,
+            retry_policy=self._retry_policy,
         )
 
     async def _start_identified_turn(self, user_id: str, message: str, client_message_id: str) -> Turn:
