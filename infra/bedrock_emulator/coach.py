@@ -5,22 +5,93 @@ the system prompt and the conversation itself. A question counts as answered whe
 to the assistant message that asked it, or when the system prompt lists it under `Already known`.
 The coach quotes what it was told and asks the first question that is still open, so a coach that
 lost its history re-asks, and one that kept it moves on.
+
+When the request offers tools (`toolConfig`), the coach uses them the way the app's prompt tells a
+model to: it saves an answer with `save_<step>`, keeps facts with `remember_fact`, and parks an
+evasive answer with `ask_for`; after the tool results come back it answers in text. A request
+whose system prompt starts with `You keep a running summary` is a summarization, answered with the
+updated summary. Everything is a pure function of the request, so tests can assert exact replies.
 """
 
+import hashlib
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from infra.bedrock_emulator.rules import message_text
 
 _FIELD_LINE = re.compile(r"^- (?P<key>[a-z_]+): (?P<question>.+\?)\s*$")
 _KNOWN_LINE = re.compile(r"^- (?:[a-z_]+\.)?(?P<key>[a-z_]+): (?P<value>.+)$")
 _STEP_LINE = re.compile(r"^Current step: (?P<title>[^.]+)\.", re.MULTILINE)
+_WAITING_LINE = re.compile(r"^Waiting for: (?P<key>[a-z_]+)\s*$", re.MULTILINE)
 _QUOTE_CHARS = 60
+
+# Answers that put a question off rather than answer it (the app then waits for the field).
+_EVASIVE = re.compile(r"\b(?:not sure|don['’]?t know|let me check|later|no idea)\b", re.IGNORECASE)
+# Facts worth keeping across conversations, as remember_fact {kind, value}.
+_FACT_PATTERNS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
+    # (kind, pattern, whether the value is group 1 rather than the whole matched phrase)
+    ("name", re.compile(r"\bmy name is ([A-Za-z][\w'’-]*)", re.IGNORECASE), True),
+    ("preferred_name", re.compile(r"\bcall me ([A-Za-z][\w'’-]*)", re.IGNORECASE), True),
+    ("limitations", re.compile(r"\bI have an? (?:[\w'’-]+\s+){1,4}?injury\b", re.IGNORECASE), False),
+    ("limitations", re.compile(r"\bmy [\w'’-]+ is injured\b", re.IGNORECASE), False),
+)
+
+SUMMARY_PROMPT_PREFIX = "You keep a running summary"
+_SUMMARY_NONE = "(none)"
+# A Client line made only of these words (3 words at most) is an acknowledgement, not a fact.
+# Yes/no are left out on purpose: "no" to "Any injuries?" is an answer worth keeping.
+_ACKNOWLEDGEMENTS = frozenset(
+    {
+        "ok",
+        "okay",
+        "k",
+        "kk",
+        "thanks",
+        "thank",
+        "you",
+        "thx",
+        "ty",
+        "cheers",
+        "cool",
+        "great",
+        "nice",
+        "sure",
+        "alright",
+        "got",
+        "it",
+        "sounds",
+        "good",
+        "perfect",
+        "awesome",
+        "fine",
+        "right",
+    }
+)
+_ACK_MAX_WORDS = 3
 
 
 @dataclass(frozen=True)
 class Turn:
     role: str
     text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CoachReply:
+    """One assistant message: optional text, then the tool calls (stop reason `tool_use` if any)."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 def _section(system: str, header: str) -> list[str]:
@@ -42,14 +113,43 @@ def _quote(text: str) -> str:
     return flat if len(flat) <= _QUOTE_CHARS else flat[: _QUOTE_CHARS - 1] + "…"
 
 
-def coach_reply(system: str, conversation: Sequence[Turn]) -> str:
-    fields = [(m["key"], m["question"]) for line in _section(system, "Collect") if (m := _FIELD_LINE.match(line))]
-    known = {m["key"] for line in _section(system, "Already known") if (m := _KNOWN_LINE.match(line))}
-    step = m["title"] if (m := _STEP_LINE.search(system)) else "onboarding"
+def _fields(system: str) -> list[tuple[str, str]]:
+    return [(m["key"], m["question"]) for line in _section(system, "Collect") if (m := _FIELD_LINE.match(line))]
+
+
+def _known_values(system: str) -> dict[str, str]:
+    return {m["key"]: m["value"] for line in _section(system, "Already known") if (m := _KNOWN_LINE.match(line))}
+
+
+def _step_title(system: str) -> str:
+    return m["title"] if (m := _STEP_LINE.search(system)) else "onboarding"
+
+
+def _open_question_or_done(system: str, known: set[str]) -> str:
+    fields = _fields(system)
+    open_questions = [question for key, question in fields if key not in known]
+    if open_questions:
+        return open_questions[0]
+    if fields:
+        return f"That's everything I need for the {_step_title(system).lower()} step, thank you!"
+    return "How can I help you today?"
+
+
+def coach_reply(system: str, conversation: Sequence[Turn], saved: frozenset[str] = frozenset()) -> str:
+    """The text-only coach; `saved` adds fields that tool calls in the conversation stored."""
+    fields = _fields(system)
+    known = set(_known_values(system)) | saved
+    step = _step_title(system)
     answers: dict[str, str] = {}
     for index, turn in enumerate(conversation[:-1]):
         following = conversation[index + 1]
-        if turn.role == "assistant" and following.role == "user":
+        # An empty user turn is a tool result, and a question back is small talk: neither answers.
+        if (
+            turn.role == "assistant"
+            and following.role == "user"
+            and following.text
+            and not _is_question(following.text)
+        ):
             for key, question in fields:
                 if question in turn.text:
                     answers[key] = following.text
@@ -65,11 +165,260 @@ def coach_reply(system: str, conversation: Sequence[Turn]) -> str:
             + "; ".join(f"{key.replace('_', ' ')}: “{_quote(value)}”" for key, value in answers.items())
             + "."
         )
-    open_questions = [question for key, question in fields if key not in answers and key not in known]
-    if open_questions:
-        parts.append(open_questions[0])
-    elif fields:
-        parts.append(f"That's everything I need for the {step.lower()} step, thank you!")
-    else:
-        parts.append("How can I help you today?")
+    parts.append(_open_question_or_done(system, known | set(answers)))
     return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class _SaveTool:
+    name: str
+    # field key -> its description (the field's question text)
+    fields: dict[str, str]
+
+
+@dataclass(frozen=True)
+class _Tools:
+    save: tuple[_SaveTool, ...] = ()
+    remember_kinds: frozenset[str] | None = None
+    has_remember: bool = False
+    has_ask_for: bool = False
+
+    def save_tool_for(self, key: str) -> _SaveTool | None:
+        return next((tool for tool in self.save if key in tool.fields), None)
+
+
+def _tools(tool_config: Mapping[str, Any]) -> _Tools:
+    save: list[_SaveTool] = []
+    remember_kinds: frozenset[str] | None = None
+    names: set[str] = set()
+    for tool in tool_config.get("tools", []):
+        spec = tool.get("toolSpec", {})
+        name = str(spec.get("name", ""))
+        properties: Mapping[str, Any] = spec.get("inputSchema", {}).get("json", {}).get("properties", {})
+        names.add(name)
+        if name.startswith("save_"):
+            fields = {
+                key: str(prop.get("description", "")) for key, prop in properties.items() if key != "step_complete"
+            }
+            save.append(_SaveTool(name, fields))
+        elif name == "remember_fact":
+            enum = properties.get("kind", {}).get("enum")
+            remember_kinds = frozenset(enum) if enum else None
+    return _Tools(
+        save=tuple(save),
+        remember_kinds=remember_kinds,
+        has_remember="remember_fact" in names,
+        has_ask_for="ask_for" in names,
+    )
+
+
+def _tool_uses(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [block["toolUse"] for block in message.get("content", []) if "toolUse" in block]
+
+
+def _saved_values(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Field values that earlier save_* calls in this conversation stored (the newest wins)."""
+    values: dict[str, str] = {}
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        for tool_use in _tool_uses(message):
+            if str(tool_use.get("name", "")).startswith("save_") and isinstance(tool_use.get("input"), Mapping):
+                for key, value in tool_use["input"].items():
+                    if key != "step_complete" and isinstance(value, str) and value.strip():
+                        values[key] = value
+    return values
+
+
+def _questions(system: str, tools: _Tools) -> dict[str, str]:
+    """Each field's question: the Collect list's, else the save tool's property description."""
+    questions = dict(_fields(system))
+    for tool in tools.save:
+        for key, description in tool.fields.items():
+            if description:
+                questions.setdefault(key, description)
+    return questions
+
+
+def _answered_field(system: str, messages: Sequence[Mapping[str, Any]], questions: Mapping[str, str]) -> str | None:
+    """The field the last user message answers: the question the previous assistant message asked
+    (the latest one in it, if it holds several), else the prompt's `Waiting for:` field. The
+    conversation goes first because it shows what was really asked; `Waiting for` covers a history
+    that no longer holds the question (trimmed or summarized)."""
+    if len(messages) >= 2 and messages[-2].get("role") == "assistant":
+        asked = message_text(messages[-2])
+        positions = {key: asked.rfind(question) for key, question in questions.items() if question in asked}
+        if positions:
+            return max(positions, key=lambda key: positions[key])
+    waiting = _WAITING_LINE.search(system)
+    return waiting["key"] if waiting else None
+
+
+def _facts(text: str, tools: _Tools) -> list[tuple[str, dict[str, Any]]]:
+    if not tools.has_remember:
+        return []
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for kind, pattern, group in _FACT_PATTERNS:
+        if tools.remember_kinds is not None and kind not in tools.remember_kinds:
+            continue
+        if (match := pattern.search(text)) is not None:
+            value = match[1] if group else match[0]
+            if any(call_input == {"kind": kind, "value": value} for _, call_input in calls):
+                continue
+            calls.append(("remember_fact", {"kind": kind, "value": value}))
+    return calls
+
+
+def _tool_use_id(messages: Sequence[Mapping[str, Any]], position: int, name: str) -> str:
+    """A Bedrock-shaped id (`tooluse_` + 22 characters), derived from the request so replies are
+    deterministic, and different for every position in every conversation."""
+    digest = hashlib.sha256(
+        json.dumps([messages, position, name], sort_keys=True, default=str).encode("utf-8")
+    ).hexdigest()
+    return f"tooluse_{digest[:22]}"
+
+
+def _result_payloads(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(toolUseId, JSON object) for each toolResult whose content is, or holds, a JSON object."""
+    payloads: list[tuple[str, dict[str, Any]]] = []
+    for block in message.get("content", []):
+        if "toolResult" not in block:
+            continue
+        result = block["toolResult"]
+        payload: dict[str, Any] = {}
+        for item in result.get("content", []):
+            if isinstance(item.get("json"), Mapping):
+                payload.update(item["json"])
+            elif isinstance(item.get("text"), str):
+                try:
+                    parsed = json.loads(item["text"])
+                except ValueError:
+                    continue
+                if isinstance(parsed, dict):
+                    payload.update(parsed)
+        payloads.append((str(result.get("toolUseId", "")), payload))
+    return payloads
+
+
+def _recap(system: str, messages: Sequence[Mapping[str, Any]]) -> str:
+    values = {
+        key: value
+        for key, value in _known_values(system).items()
+        # Parenthesized notes (a field the client could not answer) are not facts to recap.
+        if not value.startswith("(")
+    }
+    values.update(_saved_values(messages))
+    if not values:
+        return "Recap: nothing recorded yet."
+    return "Recap: " + "; ".join(f"{key.replace('_', ' ')}: {_quote(value)}" for key, value in values.items()) + "."
+
+
+def _after_tool_results(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools) -> CoachReply:
+    payloads = _result_payloads(messages[-1])
+    if any(payload.get("onboarding_complete") is True for _, payload in payloads):
+        return CoachReply(f"That's everything — your onboarding is complete! {_recap(system, messages)}")
+    next_question = next(
+        (p["next_question"] for _, p in payloads if isinstance(p.get("next_question"), str) and p["next_question"]),
+        None,
+    )
+    if next_question is not None:
+        return CoachReply(f"Great, that step is done. {next_question}")
+    calls = {str(use.get("toolUseId")): use for use in _tool_uses(messages[-2])} if len(messages) >= 2 else {}
+    questions = _questions(system, tools)
+    for tool_use_id, _ in payloads:
+        call = calls.get(tool_use_id)
+        if call is not None and call.get("name") == "ask_for" and isinstance(call.get("input"), Mapping):
+            asked = str(call["input"].get("field", ""))
+            question = questions.get(asked, asked.replace("_", " "))
+            return CoachReply(f"No problem — when you know, just tell me: {question}")
+    values = {**_known_values(system), **_saved_values(messages)}
+    # Quote what this step knows so far, so memory is visible in the conversation itself.
+    so_far = [f"{key.replace('_', ' ')}: “{_quote(values[key])}”" for key, _ in _fields(system) if key in values]
+    recap = f" So far: {'; '.join(so_far)}." if len(so_far) > 1 else ""
+    return CoachReply(f"Got it, thanks.{recap} {_open_question_or_done(system, set(values))}")
+
+
+def _tool_turn(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools) -> CoachReply:
+    last = messages[-1]
+    if last.get("role") != "user":
+        # An assistant prefill to continue: nothing was said to act on.
+        conversation = [Turn(str(message["role"]), message_text(message)) for message in messages]
+        return CoachReply(coach_reply(system, conversation, frozenset(_saved_values(messages))))
+    if any("toolResult" in block for block in last.get("content", [])):
+        # Answering tool results: text only, as the app expects before the client's next message.
+        return _after_tool_results(system, messages, tools)
+    text = message_text(last).strip()
+    saved = _saved_values(messages)
+    planned: list[tuple[str, dict[str, Any]]] = []
+    answered = None if _is_question(text) else _answered_field(system, messages, _questions(system, tools))
+    if answered is not None:
+        save_tool = tools.save_tool_for(answered)
+        if _EVASIVE.search(text) and tools.has_ask_for:
+            planned.append(("ask_for", {"field": answered}))
+        elif save_tool is not None:
+            known = set(_known_values(system)) | set(saved) | {answered}
+            complete = all(key in known for key in save_tool.fields)
+            planned.append((save_tool.name, {answered: text, "step_complete": complete}))
+    planned += _facts(text, tools)
+    if not planned:
+        conversation = [Turn(str(message["role"]), message_text(message)) for message in messages]
+        return CoachReply(coach_reply(system, conversation, frozenset(saved)))
+    calls = tuple(
+        ToolCall(_tool_use_id(messages, position, name), name, call_input)
+        for position, (name, call_input) in enumerate(planned)
+    )
+    return CoachReply(f"Thanks, noted: “{_quote(text)}”.", calls)
+
+
+def _is_question(text: str) -> bool:
+    """A client message that asks something back ("Is coffee okay?") is not an answer."""
+    return text.rstrip().endswith("?")
+
+
+def _is_acknowledgement(text: str) -> bool:
+    words = [word.strip(".,!?;:'\"“”‘’()").lower() for word in text.split()]
+    words = [word for word in words if word]
+    return len(words) <= _ACK_MAX_WORDS and all(word in _ACKNOWLEDGEMENTS for word in words)
+
+
+def summarize(request_text: str) -> str:
+    """The updated running summary: the current summary's lines, then `- Client said: …` for every
+    Client message that is more than an acknowledgement (Coach lines are dropped)."""
+    lines = request_text.splitlines()
+    summary: list[str] = []
+    entries: list[tuple[str, list[str]]] = []
+    section = "new" if not any(line.strip() == "Current summary:" for line in lines) else "before"
+    for line in lines:
+        stripped = line.strip()
+        if stripped == "Current summary:":
+            section = "summary"
+        elif stripped == "New messages:":
+            section = "new"
+        elif section == "summary":
+            if stripped and stripped != _SUMMARY_NONE:
+                summary.append(stripped)
+        elif section == "new":
+            speaker, colon, said = stripped.partition(":")
+            if speaker in ("Client", "Coach") and colon:
+                entries.append((speaker, [said.strip()]))
+            elif stripped and entries:
+                # A message that spans several lines continues its speaker's entry.
+                entries[-1][1].append(stripped)
+    for speaker, parts in entries:
+        said = " ".join(part for part in parts if part)
+        if speaker == "Client" and said and not _is_acknowledgement(said):
+            summary.append(f"- Client said: {said}")
+    return "\n".join(summary) if summary else _SUMMARY_NONE
+
+
+def coach_respond(
+    system: str, messages: Sequence[Mapping[str, Any]], tool_config: Mapping[str, Any] | None = None
+) -> CoachReply:
+    """The coach's reply to a (validated) Converse request."""
+    if system.startswith(SUMMARY_PROMPT_PREFIX):
+        last_user = next((message for message in reversed(messages) if message.get("role") == "user"), None)
+        return CoachReply(summarize(message_text(last_user) if last_user is not None else ""))
+    if tool_config:
+        return _tool_turn(system, messages, _tools(tool_config))
+    conversation = [Turn(str(message["role"]), message_text(message)) for message in messages]
+    return CoachReply(coach_reply(system, conversation))

@@ -11,12 +11,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import unquote
 
-from infra.bedrock_emulator.coach import Turn, coach_reply
+from infra.bedrock_emulator.coach import CoachReply, Turn, coach_respond
 from infra.bedrock_emulator.eventstream import encode_event, encode_exception
 from infra.bedrock_emulator.rules import ConverseValidationError, message_text, validate_converse_request
 
 _ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/(?P<operation>converse|converse-stream)$")
 _CHUNK = re.compile(r"\S+\s*|\s+")
+# Bedrock streams a tool call's input as pieces of its JSON text; a few pieces per call make sure
+# clients join them rather than expect one.
+_INPUT_FRAGMENT_CHARS = 24
 
 
 STREAM_FAULTS = {
@@ -88,14 +91,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(503, "ServiceUnavailableException", "Bedrock is unable to process your request.")
             return
         reply = (
-            ""
+            CoachReply("")
             if fault is not None and fault.kind == "empty_reply"
-            else coach_reply(request.system_text, request.conversation)
+            else coach_respond(request.system_text, body["messages"], body.get("toolConfig"))
         )
         if operation == "converse":
-            self._converse(reply)
+            self._converse(reply, body)
         else:
-            self._converse_stream(reply, fault)
+            self._converse_stream(reply, fault, body)
 
     def _error(self, status: int, error_type: str, message: str) -> None:
         payload = json.dumps({"message": message}).encode("utf-8")
@@ -107,12 +110,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def _converse(self, reply: str) -> None:
+    def _converse(self, reply: CoachReply, body: dict[str, Any]) -> None:
+        content: list[dict[str, Any]] = [{"text": reply.text}] if reply.text or not reply.tool_calls else []
+        content += [
+            {"toolUse": {"toolUseId": call.tool_use_id, "name": call.name, "input": call.input}}
+            for call in reply.tool_calls
+        ]
         payload = json.dumps(
             {
-                "output": {"message": {"role": "assistant", "content": [{"text": reply}]}},
-                "stopReason": "end_turn",
-                "usage": self._usage(reply),
+                "output": {"message": {"role": "assistant", "content": content}},
+                "stopReason": _stop_reason(reply),
+                "usage": _usage(reply, body),
                 "metrics": {"latencyMs": 1},
             }
         ).encode("utf-8")
@@ -122,7 +130,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def _converse_stream(self, reply: str, fault: Fault | None) -> None:
+    def _converse_stream(self, reply: CoachReply, fault: Fault | None, body: dict[str, Any]) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/vnd.amazon.eventstream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -131,25 +139,22 @@ class _Handler(BaseHTTPRequestHandler):
         started = time.monotonic()
         self._send(encode_event("messageStart", {"role": "assistant"}))
         delay = self.server.emulator.chunk_delay_s
-        for index, piece in enumerate(_CHUNK.findall(reply)):
-            if fault is not None and fault.kind in STREAM_FAULTS and index == fault.after_chunks:
-                self._send(encode_exception(*STREAM_FAULTS[fault.kind]))
-                self._finish()
-                return
-            if delay:
-                time.sleep(delay)
-            self._send(encode_event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": piece}}))
-        self._send(encode_event("contentBlockStop", {"contentBlockIndex": 0}))
-        self._send(encode_event("messageStop", {"stopReason": "end_turn"}))
+        deltas = 0
+        for event_type, payload in _content_events(reply):
+            if event_type == "contentBlockDelta":
+                # A stream fault counts every delta, text or tool input, as a chunk.
+                if fault is not None and fault.kind in STREAM_FAULTS and deltas == fault.after_chunks:
+                    self._send(encode_exception(*STREAM_FAULTS[fault.kind]))
+                    self._finish()
+                    return
+                deltas += 1
+                if delay:
+                    time.sleep(delay)
+            self._send(encode_event(event_type, payload))
+        self._send(encode_event("messageStop", {"stopReason": _stop_reason(reply)}))
         latency_ms = int((time.monotonic() - started) * 1000)
-        self._send(encode_event("metadata", {"usage": self._usage(reply), "metrics": {"latencyMs": latency_ms}}))
+        self._send(encode_event("metadata", {"usage": _usage(reply, body), "metrics": {"latencyMs": latency_ms}}))
         self._finish()
-
-    def _usage(self, reply: str) -> dict[str, int]:
-        # A rough count (4 characters a token) is enough for an emulator's usage report.
-        input_tokens = max(1, len(json.dumps(self.server.emulator.last_body)) // 4)
-        output_tokens = max(1, len(reply) // 4)
-        return {"inputTokens": input_tokens, "outputTokens": output_tokens, "totalTokens": input_tokens + output_tokens}
 
     def _send(self, frame: bytes) -> None:
         self.wfile.write(f"{len(frame):X}\r\n".encode("ascii") + frame + b"\r\n")
@@ -158,6 +163,45 @@ class _Handler(BaseHTTPRequestHandler):
     def _finish(self) -> None:
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def _stop_reason(reply: CoachReply) -> str:
+    return "tool_use" if reply.tool_calls else "end_turn"
+
+
+def _content_events(reply: CoachReply) -> list[tuple[str, dict[str, Any]]]:
+    """The content events of ConverseStream: the text block (index 0, deltas only, as Bedrock sends
+    text), then per tool call a `contentBlockStart` naming it, its input JSON in fragments, and a
+    `contentBlockStop`."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    index = 0
+    if reply.text or not reply.tool_calls:
+        events += [
+            ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": piece}})
+            for piece in _CHUNK.findall(reply.text)
+        ]
+        events.append(("contentBlockStop", {"contentBlockIndex": 0}))
+        index = 1
+    for call in reply.tool_calls:
+        start = {"toolUse": {"toolUseId": call.tool_use_id, "name": call.name}}
+        events.append(("contentBlockStart", {"contentBlockIndex": index, "start": start}))
+        text = json.dumps(call.input, ensure_ascii=False)
+        events += [
+            ("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolUse": {"input": fragment}}})
+            for fragment in (text[at : at + _INPUT_FRAGMENT_CHARS] for at in range(0, len(text), _INPUT_FRAGMENT_CHARS))
+        ]
+        events.append(("contentBlockStop", {"contentBlockIndex": index}))
+        index += 1
+    return events
+
+
+def _usage(reply: CoachReply, body: dict[str, Any]) -> dict[str, int]:
+    # A rough count (4 characters a token) is enough for an emulator's usage report. It reads this
+    # request's body, not the emulator's last one, which a concurrent request may have replaced.
+    input_tokens = max(1, len(json.dumps(body)) // 4)
+    output_text = reply.text + "".join(json.dumps(call.input) for call in reply.tool_calls)
+    output_tokens = max(1, len(output_text) // 4)
+    return {"inputTokens": input_tokens, "outputTokens": output_tokens, "totalTokens": input_tokens + output_tokens}
 
 
 class _EmulatorHTTPServer(ThreadingHTTPServer):
