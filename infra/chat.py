@@ -61,6 +61,7 @@ async def converse(
                 out.write(chunk)
                 out.flush()
             out.write("\n")
+            await turn.fold_summary()  # after the reply is on screen, as the functions do
         except (InvalidMessageError, ModelUnavailableError, StoreError) as error:
             failures += 1
             out.write(f"\n[not sent: {error}]\n")

@@ -11,12 +11,10 @@ auth token over the local webhook URL); replies are read back from the local Twi
 import argparse
 import sys
 import time
-import uuid
-from urllib.parse import urlencode
 
 import httpx
 
-from infra.twilio_emulator import LOCAL_ACCOUNT_SID, LOCAL_AUTH_TOKEN, sign_webhook, webhook_form
+from infra.twilio_emulator import LOCAL_ACCOUNT_SID, LOCAL_AUTH_TOKEN, post_signed_text
 
 
 def main() -> int:
@@ -32,16 +30,7 @@ def main() -> int:
     auth = (LOCAL_ACCOUNT_SID, LOCAL_AUTH_TOKEN)
     try:
         before = len(httpx.get(listing, params={"To": arguments.from_phone}, auth=auth).json()["messages"])
-        url = f"{arguments.api}/sms"
-        form = webhook_form(f"SM{uuid.uuid4().hex}", arguments.from_phone, arguments.text)
-        response = httpx.post(
-            url,
-            content=urlencode(form),
-            headers={
-                "X-Twilio-Signature": sign_webhook(LOCAL_AUTH_TOKEN, url, form),
-                "Content-Type": "application/x-www-form-urlencoded",
-            },
-        )
+        response = post_signed_text(f"{arguments.api}/sms", arguments.from_phone, arguments.text)
     except httpx.HTTPError as error:
         print(
             f"Cannot reach the local stack ({error}); start it with: uv run python -m infra.local_stack",

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+import httpx
 from twilio.request_validator import RequestValidator
 
 from onboarding.sms.split import SMS_BODY_LIMIT, sms_length
@@ -27,6 +28,20 @@ LOCAL_AUTH_TOKEN = "local-twilio-auth-token"  # noqa: S105 - a local stand-in's 
 def sign_webhook(auth_token: str, url: str, params: dict[str, str]) -> str:
     """The `X-Twilio-Signature` Twilio would send for a webhook POST of `params` to `url`."""
     return str(RequestValidator(auth_token).compute_signature(url, params))
+
+
+def post_signed_text(webhook_url: str, from_phone: str, text: str, timeout_s: float = 60) -> httpx.Response:
+    """POST what Twilio would for a text from `from_phone` (a fresh MessageSid), signed with the local token."""
+    form = webhook_form(f"SM{uuid.uuid4().hex}", from_phone, text)
+    return httpx.post(
+        webhook_url,
+        content=urlencode(form),
+        headers={
+            "X-Twilio-Signature": sign_webhook(LOCAL_AUTH_TOKEN, webhook_url, form),
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+        timeout=timeout_s,
+    )
 
 
 _ROUTE = re.compile(r"^/2010-04-01/Accounts/(?P<sid>AC[0-9a-zA-Z]+)/Messages\.json$")

@@ -21,6 +21,7 @@ from fastapi.security import HTTPBearer
 from fastapi.sse import EventSourceResponse, format_sse_event
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 
 from onboarding.redaction import RedactingFormatter
@@ -113,6 +114,21 @@ class PhonesResponse(BaseModel):
     phones: list[str] = Field(description="E.164 numbers whose texts continue this user's conversation.")
 
 
+class DeletedCounts(CamelModel):
+    messages: int
+    state_items: int = Field(description="Onboarding state, profile and conversation summary.")
+    phone_numbers: int = Field(description="Phone numbers unlinked (a number re-linked to someone else stays).")
+    dedupe_records: int = Field(description="Records of which message a client or SMS message id produced.")
+    rate_counters: int
+    link_codes: int = Field(description="Phone-link codes not used yet.")
+    other_items: int
+
+
+class ErasureResponse(CamelModel):
+    deleted: DeletedCounts
+    total: int
+
+
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody} for status in (400, 401, 409, 413, 429, 502, 503)
 }
@@ -177,6 +193,9 @@ async def _stream(turn: Turn) -> AsyncIterator[bytes]:
     except ModelUnavailableError as error:
         yield _sse("error", {"error": "model_unavailable", "message": str(error), "userMessageId": user_message_id})
         return
+    except MessageTooLargeError as error:
+        yield _sse("error", {"error": "message_too_large", "message": str(error), "userMessageId": user_message_id})
+        return
     except StoreError:
         logger.exception("Could not store the coach's reply")
         yield _sse(
@@ -190,6 +209,8 @@ async def _stream(turn: Turn) -> AsyncIterator[bytes]:
         "done",
         {"userMessageId": user_message_id, "assistantMessageId": assistant.message_id if assistant else None},
     )
+    # The client has the whole reply; only now fold what left the window into the summary.
+    await turn.fold_summary()
 
 
 def create_app(service: TurnService, store: ConversationStore) -> FastAPI:
@@ -287,6 +308,8 @@ def create_app(service: TurnService, store: ConversationStore) -> FastAPI:
             ) from error
         except ModelUnavailableError as error:
             raise ApiError(HTTPStatus.BAD_GATEWAY, "model_unavailable", str(error)) from error
+        except MessageTooLargeError as error:
+            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "message_too_large", str(error)) from error
         except StoreError as error:
             logger.exception("Could not store the coach's reply")
             raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "store_unavailable", REPLY_NOT_SAVED) from error
@@ -296,7 +319,8 @@ def create_app(service: TurnService, store: ConversationStore) -> FastAPI:
             user_message_id=result.user_message.message_id,
             assistant_message_id=result.assistant_message.message_id if result.assistant_message else None,
         )
-        return JSONResponse(reply.model_dump(by_alias=True))
+        # The summary fold runs after the response is sent (a background task), not before it.
+        return JSONResponse(reply.model_dump(by_alias=True), background=BackgroundTask(turn.fold_summary))
 
     @app.get("/history", dependencies=authenticated, responses=ERRORS, summary="The conversation, newest first")
     async def history(
@@ -314,6 +338,8 @@ def create_app(service: TurnService, store: ConversationStore) -> FastAPI:
             messages=[
                 HistoryMessage(id=m.message_id, role=m.role, content=m.content, created_at=m.created_at)
                 for m in page.messages
+                # Tool calls and results are the coach's bookkeeping, not part of what was said.
+                if m.role != "tool" and m.content.strip()
             ],
             next_cursor=page.next_cursor,
         )
@@ -339,6 +365,31 @@ def create_app(service: TurnService, store: ConversationStore) -> FastAPI:
         except StoreError as error:
             raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "store_unavailable", "please try again") from error
         return PhonesResponse(phones=sorted(numbers))
+
+    @app.delete(
+        "/me",
+        dependencies=authenticated,
+        responses=ERRORS,
+        summary="Erase everything stored for the user",
+    )
+    async def erase_me(user_id: Annotated[str, Depends(verified_user_id)]) -> ErasureResponse:
+        try:
+            report = await asyncio.to_thread(store.erase_user, user_id)
+        except StoreError as error:
+            # Erasing again is safe: it deletes what is left and reports only that.
+            raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "store_unavailable", "please try again") from error
+        return ErasureResponse(
+            deleted=DeletedCounts(
+                messages=report.messages,
+                state_items=report.state_items,
+                phone_numbers=report.phone_numbers,
+                dedupe_records=report.dedupe_records,
+                rate_counters=report.rate_counters,
+                link_codes=report.link_codes,
+                other_items=report.other_items,
+            ),
+            total=report.total,
+        )
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

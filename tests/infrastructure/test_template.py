@@ -238,7 +238,7 @@ def test_the_deployed_template_has_no_dependency_cycle(transformed: dict[str, An
 
 def test_every_mobile_api_route_integrates_through_response_streaming(transformed: dict[str, Any]) -> None:
     paths = transformed["Resources"]["ChatApi"]["Properties"]["Body"]["paths"]
-    for path in ("/chat", "/history", "/phone-links", "/phones"):
+    for path in ("/chat", "/history", "/phone-links", "/phones", "/me"):
         for operation in paths[path].values():
             integration = operation["x-amazon-apigateway-integration"]
             assert integration["responseTransferMode"] == "STREAM", path

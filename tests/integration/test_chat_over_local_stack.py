@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 
+from infra.bedrock_emulator.coach import Turn
 from infra.lambda_runner import invoke
 from infra.local_stack import LocalStack
 from onboarding.prompts import STEP_PROMPTS
@@ -42,16 +43,36 @@ def test_turn_n_sees_turns_1_to_n_minus_1(local_stack: LocalStack, user_id: str)
     for turn_number, message in enumerate(said, start=1):
         before = len(local_stack.bedrock.requests)
         replies.append(_chat(user_id, message)["reply"])
-        (request,) = local_stack.bedrock.requests[before:]
+        request = local_stack.bedrock.requests[before]  # the turn's first call (tool rounds follow)
         expected = [("user", said[0])]
         for earlier_reply, next_message in zip(replies[: turn_number - 1], said[1:turn_number], strict=True):
             expected += [("assistant", earlier_reply), ("user", next_message)]
-        assert [(t.role, t.text) for t in request.conversation] == expected
+        assert _spoken(request.conversation) == expected
     # The coach moved through the questions instead of re-asking them, and quotes what it heard.
-    for question, reply in zip(QUESTIONS, replies, strict=False):
+    for question, reply in zip(QUESTIONS, replies[:-1], strict=False):
         assert reply.endswith(question)
-    assert "That's everything I need" in _chat(user_id, "Thanks!")["reply"]
-    assert "“A stiff left shoulder”" in replies[-1]
+    assert "“A stiff left shoulder”" in replies[-2]
+    # The last answer completed the step: its tool saved it and the coach moved to goal setting.
+    assert "that step is done" in replies[-1]
+    before = len(local_stack.bedrock.requests)
+    _chat(user_id, "Thanks!")
+    system = local_stack.bedrock.requests[before].system_text
+    assert "Current step: Goal setting" in system
+    assert "fitness_assessment.limitations: A stiff left shoulder" in system
+
+
+def _spoken(conversation: list[Turn]) -> list[tuple[str, str]]:
+    """What was said, as the client saw it: tool results (no text) left out, and the texts of one
+    reply (before and after its tool calls) joined as the API's reply joins them."""
+    spoken: list[tuple[str, str]] = []
+    for turn in conversation:
+        if not turn.text:
+            continue
+        if spoken and spoken[-1][0] == turn.role:
+            spoken[-1] = (turn.role, f"{spoken[-1][1]} {turn.text}")
+        else:
+            spoken.append((turn.role, turn.text))
+    return spoken
 
 
 def test_both_turns_are_in_the_table_byte_exact(local_stack: LocalStack, user_id: str) -> None:

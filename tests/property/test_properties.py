@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
+from onboarding.agents.base import PromptLimits
 from onboarding.context import OnboardingAgentContext
 from onboarding.conversation import message_texts
 from onboarding.orchestrator import OnboardingAgentOrchestrator
@@ -30,7 +31,7 @@ def _agent(
 
 
 def _texts(messages: Sequence[BaseMessage]) -> list[str]:
-    return [text for message in messages for text in message_texts(message)]  # type: ignore[arg-type]
+    return [text for message in messages for text in message_texts(message)]
 
 
 def _expected_texts(entries: Sequence[Mapping[str, Any]], message: str) -> list[str]:
@@ -164,7 +165,12 @@ async def test_property_7_message_content_preservation(
     for index, text in enumerate(texts):
         store.append_message(user_id, "user" if index % 2 == 0 else "assistant", text)
     agent = await orchestrator.get_current_agent(user_id)
-    built = _agent(cls, agent.llm, agent.context.conversation_history)._build_messages(user_message)
+    # A budget far above the longest example: dropping whole messages to fit a budget is
+    # test_memory_rules' subject; here nothing may be cut or changed on the way.
+    roomy = PromptLimits(token_budget=10**7, system_allowance=5000)
+    built = cls(
+        OnboardingAgentContext(user_id="u", conversation_history=agent.context.conversation_history), agent.llm, roomy
+    )._build_messages(user_message)
     assert [e["content"] for e in agent.context.conversation_history] == texts
     assert _texts(built[1:]) == [*texts, user_message]
 

@@ -33,12 +33,8 @@ async def test_agent_streams_the_reply_to_its_built_messages(
     (request,) = emulator.requests
     built = agent._build_messages("How many pushups should I do?")
     assert request.system_text == built[0].content
-    assert (
-        [(turn.role, turn.text) for turn in request.conversation]
-        == [
-            ("user" if message.type == "human" else "assistant", "\n".join(message_texts(message)))  # type: ignore[arg-type]
-            for message in built[1:]
-        ]
-    )
+    assert [(turn.role, turn.text) for turn in request.conversation] == [
+        ("user" if message.type == "human" else "assistant", "\n".join(message_texts(message))) for message in built[1:]
+    ]
     first_question = STEP_PROMPTS[agent_type].fields[0].question
     assert "".join(chunks).endswith(first_question)

@@ -122,7 +122,8 @@ def test_accept_negotiation(accept: str | None, streams: bool) -> None:
     ],
 )
 @pytest.mark.parametrize(
-    ("method", "path"), [("POST", "/chat"), ("GET", "/history"), ("POST", "/phone-links"), ("GET", "/phones")]
+    ("method", "path"),
+    [("POST", "/chat"), ("GET", "/history"), ("POST", "/phone-links"), ("GET", "/phones"), ("DELETE", "/me")],
 )
 async def test_every_route_needs_a_verified_identity(
     client: httpx.AsyncClient, store: ConversationStore, header: dict[str, str], method: str, path: str
@@ -183,7 +184,12 @@ async def test_a_failed_write_is_503_with_retry_after(client: httpx.AsyncClient,
 
 @pytest.mark.parametrize(
     ("operation", "method", "path"),
-    [("query", "GET", "/history"), ("put_item", "POST", "/phone-links"), ("query", "GET", "/phones")],
+    [
+        ("query", "GET", "/history"),
+        ("transact_write_items", "POST", "/phone-links"),
+        ("query", "GET", "/phones"),
+        ("query", "DELETE", "/me"),
+    ],
 )
 async def test_store_failures_on_other_routes_are_503(
     client: httpx.AsyncClient, store: ConversationStore, operation: str, method: str, path: str
@@ -239,7 +245,7 @@ async def test_phone_link_codes_and_linked_phones(client: httpx.AsyncClient, sto
 
 async def test_the_openapi_document_describes_every_route_and_both_reply_types(client: httpx.AsyncClient) -> None:
     document = (await client.get("/openapi.json")).json()
-    assert set(document["paths"]) == {"/chat", "/history", "/phone-links", "/phones"}
+    assert set(document["paths"]) == {"/chat", "/history", "/phone-links", "/phones", "/me"}
     chat_200 = document["paths"]["/chat"]["post"]["responses"]["200"]["content"]
     assert set(chat_200) == {"application/json", "text/event-stream"}
     assert "x-amzn-request-context" not in json.dumps(document)

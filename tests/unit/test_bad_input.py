@@ -4,7 +4,9 @@ property/test_api_fuzz.py; webhook bodies in test_sms_webhook.py.)"""
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -66,13 +68,14 @@ def put_items(dynamodb: Any, items: list[dict[str, Any]]) -> None:
 
 
 def message_item(user_id: str, index: int, role: str = "user", content: str | None = None) -> dict[str, Any]:
-    created_ms = 1_700_000_000_000 + index
+    # A minute ago: within the conversation gap, so the history is the current conversation.
+    created_ms = int((time.time() - 60) * 1000) + index
     return {
         "pk": {"S": f"USER#{user_id}"},
         "sk": {"S": f"MSG#{created_ms:013d}#{index:012x}"},
         "role": {"S": role},
         "content": {"S": content if content is not None else f"message {index}"},
-        "created_at": {"S": "2023-11-14T22:13:20+00:00"},
+        "created_at": {"S": datetime.fromtimestamp(created_ms / 1000, UTC).isoformat()},
     }
 
 
@@ -84,7 +87,7 @@ async def test_a_huge_history_costs_a_turn_one_small_query(
     dynamodb.meta.events.register("after-call.dynamodb.Query", lambda parsed, **_: queries.append(parsed["Count"]))
     result = await (await service.start_turn("u", "what did I say?")).collect()
     assert result.assistant_message is not None
-    assert queries == [21]  # the state item's slot and the newest 20 messages, of 5,000
+    assert queries == [23]  # the profile, state and summary slots and the newest 20 messages, of 5,000
     sent = emulator.requests[-1].conversation
     assert [(t.role, t.text) for t in sent[-2:]] == [("assistant", "message 4999"), ("user", "what did I say?")]
 

@@ -71,7 +71,7 @@ def test_only_the_last_15_history_messages_are_used(llm: BaseChatModel) -> None:
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(40)
     ]
     messages = _agent(llm, history)._build_messages("now")
-    texts = [t for m in messages[1:] for t in message_texts(m)]  # type: ignore[arg-type]
+    texts = [t for m in messages[1:] for t in message_texts(m)]
     # The window is m25..m39; m25 is an assistant turn and is dropped so the list starts with a user.
     assert texts == [f"m{i}" for i in range(26, 40)] + ["now"]
 
@@ -85,7 +85,7 @@ def test_history_ending_with_a_user_turn_is_merged_not_doubled(llm: BaseChatMode
     ]
     messages = _agent(llm, history)._build_messages("again")
     assert [type(m) for m in messages] == [SystemMessage, HumanMessage, AIMessage, HumanMessage]
-    assert message_texts(messages[-1]) == ["lost reply", "again"]  # type: ignore[arg-type]
+    assert message_texts(messages[-1]) == ["lost reply", "again"]
 
 
 def test_blank_current_message_is_rejected(llm: BaseChatModel) -> None:

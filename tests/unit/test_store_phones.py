@@ -142,7 +142,7 @@ def _failing(dynamodb: Any, operation: str, code: str = "InternalServerError") -
         ("transact_write_items", lambda s: s.owner_for_phone(PHONE, lambda: "u")),
         ("transact_write_items", lambda s: s.link_phone(PHONE, "u")),
         ("query", lambda s: s.phones_of("u")),
-        ("put_item", lambda s: s.create_link_code("u")),
+        ("transact_write_items", lambda s: s.create_link_code("u")),
         ("get_item", lambda s: s.link_phone_by_code(PHONE, "ABCDEFGHJK")),
     ],
 )

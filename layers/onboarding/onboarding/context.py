@@ -1,27 +1,15 @@
 """The immutable context an onboarding agent works from for one turn (spec 000, Requirement 1)."""
 
-from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import BaseModel, ConfigDict, Field
 
-from onboarding.frozen import deep_freeze, thaw
+from onboarding.frozen import FrozenHistory, FrozenMapping
+from onboarding.profile import UserProfile
+from onboarding.state import OnboardingAgentType, OnboardingState, WaitingFor
 
-# The spec types these fields as `List[Dict]` and `Dict`, and callers pass exactly that. Pydantic's
-# `frozen=True` only stops attribute assignment; a list field could still be appended to. So the
-# validated values are deep-frozen copies (tuple of read-only mappings), and they serialise back
-# to plain lists and dicts.
-FrozenHistory = Annotated[
-    Sequence[Mapping[str, Any]],
-    AfterValidator(deep_freeze),
-    PlainSerializer(thaw, return_type=list[dict[str, Any]]),
-]
-FrozenMapping = Annotated[
-    Mapping[str, Any],
-    AfterValidator(deep_freeze),
-    PlainSerializer(thaw, return_type=dict[str, Any]),
-]
+__all__ = ["FrozenHistory", "FrozenMapping", "OnboardingAgentContext"]
 
 
 def _utc_now() -> datetime:
@@ -33,11 +21,15 @@ class OnboardingAgentContext(BaseModel):
 
     Attributes:
         user_id: Unique identifier for the user.
-        conversation_history: Recent messages, oldest first, as `{"role": ..., "content": ...}`.
-            Entries are kept as given (even malformed ones): `_build_messages` skips what it
-            cannot use, with a warning, as the spec's error handling asks.
+        conversation_history: The current conversation's messages that the summary does not cover,
+            oldest first, as `{"role": ..., "content": ...}` (an assistant entry may add
+            `tool_calls`, a `tool` entry names its `tool_call_id`). Entries are kept as given
+            (even malformed ones): `_build_messages` skips what it cannot use, with a warning.
         agent_context: Data collected by previous agents, keyed by agent.
         loaded_at: When the context was loaded (timezone-aware, UTC).
+        profile: What the client told about themself, across conversations.
+        summary: The rolling summary of what left the window, if any.
+        waiting_for, skipped, completed_at: the rest of the onboarding state.
     """
 
     model_config = ConfigDict(frozen=True, strict=False, extra="forbid")
@@ -46,3 +38,18 @@ class OnboardingAgentContext(BaseModel):
     conversation_history: FrozenHistory = Field(default_factory=list)
     agent_context: FrozenMapping = Field(default_factory=dict)
     loaded_at: datetime = Field(default_factory=_utc_now)
+    profile: UserProfile = Field(default_factory=UserProfile)
+    summary: str | None = None
+    waiting_for: WaitingFor | None = None
+    skipped: tuple[str, ...] = ()
+    completed_at: datetime | None = None
+
+    def onboarding_state(self, step: OnboardingAgentType) -> OnboardingState:
+        """The onboarding state this context was built from, at `step`."""
+        return OnboardingState(
+            current_agent=step,
+            agent_context=self.agent_context,
+            waiting_for=self.waiting_for,
+            skipped=self.skipped,
+            completed_at=self.completed_at,
+        )

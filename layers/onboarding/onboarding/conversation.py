@@ -1,60 +1,130 @@
 """Turn stored history into a message sequence Bedrock's Converse API accepts (Property 8).
 
 Bedrock rejects, for Anthropic models, a conversation that starts with an assistant message,
-has two messages of the same role in a row, or carries an empty text block. Stored history can
-legitimately contain each of those (a reply that failed leaves two user turns in a row; a window
-cut can start on a reply), so the sequence is normalised here rather than trusted.
+has two messages of the same role in a row, carries an empty text block, has a tool result that
+does not answer a tool call of the assistant message right before it, or a tool call left without
+its result. Stored history can legitimately contain each of those (a reply that failed leaves two
+user turns in a row; a window cut can start on a reply or on a tool result), so the sequence is
+normalised here rather than trusted.
 """
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from onboarding.frozen import thaw
 from onboarding.text import is_blank
 
-Role = Literal["user", "assistant"]
+Role = Literal["user", "assistant", "tool"]
 ChatTurn = HumanMessage | AIMessage
+
+
+@dataclass(frozen=True)
+class HistoryCall:
+    call_id: str
+    name: str
+    args: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
 class HistoryTurn:
     role: Role
     content: str
+    tool_calls: tuple[HistoryCall, ...] = ()
+    tool_call_id: str | None = None
 
 
-def _as_message(role: Role, texts: list[str]) -> ChatTurn:
+@dataclass
+class _Run:
+    """Consecutive turns of one Converse role: texts, and tool calls or tool results."""
+
+    role: Literal["user", "assistant"]
+    texts: list[str] = field(default_factory=list)
+    calls: list[HistoryCall] = field(default_factory=list)
+    results: list[HistoryTurn] = field(default_factory=list)
+
+
+def _paired(turns: Sequence[HistoryTurn]) -> list[HistoryTurn]:
+    """Tool calls kept only with their results right after them, and results only after their call."""
+    kept: list[HistoryTurn] = []
+    index = 0
+    while index < len(turns):
+        turn = turns[index]
+        index += 1
+        if turn.role == "tool":
+            continue  # a result whose call is not right before it (the window started after the call)
+        if turn.role == "assistant" and turn.tool_calls:
+            results: list[HistoryTurn] = []
+            while index < len(turns) and turns[index].role == "tool":
+                results.append(turns[index])
+                index += 1
+            answered = {result.tool_call_id for result in results}
+            calls = tuple(call for call in turn.tool_calls if call.call_id in answered)
+            called = {call.call_id for call in calls}
+            kept.append(HistoryTurn("assistant", turn.content, calls))
+            kept.extend(result for result in results if result.tool_call_id in called)
+            continue
+        kept.append(turn)
+    return kept
+
+
+def _runs(turns: Iterable[HistoryTurn]) -> list[_Run]:
+    runs: list[_Run] = []
+    for turn in turns:
+        role: Literal["user", "assistant"] = "assistant" if turn.role == "assistant" else "user"
+        if turn.role != "tool" and not turn.tool_calls and is_blank(turn.content):
+            continue
+        if not runs or runs[-1].role != role:
+            if not runs and (role != "user" or turn.role == "tool"):
+                continue  # Converse wants a user's own words first
+            runs.append(_Run(role))
+        run = runs[-1]
+        if turn.role == "tool":
+            run.results.append(turn)
+        else:
+            if not is_blank(turn.content):
+                run.texts.append(turn.content)
+            run.calls.extend(turn.tool_calls)
+    return runs
+
+
+def _text_content(texts: list[str]) -> str | list[str | dict[str, Any]]:
     # One text stays a plain string. Merged turns become one text block each, so that every
     # original message is kept whole and byte-exact instead of being glued into a new string.
-    content: str | list[str | dict[str, str]]
-    content = texts[0] if len(texts) == 1 else [{"type": "text", "text": text} for text in texts]
-    return HumanMessage(content=content) if role == "user" else AIMessage(content=content)
+    return texts[0] if len(texts) == 1 else [{"type": "text", "text": text} for text in texts]
 
 
-def alternating_messages(history: Iterable[HistoryTurn], current_message: str) -> list[ChatTurn]:
-    """History plus the current user message as user/assistant turns that strictly alternate.
+def _as_messages(run: _Run) -> list[BaseMessage]:
+    if run.role == "assistant":
+        calls = [{"id": c.call_id, "name": c.name, "args": thaw(c.args), "type": "tool_call"} for c in run.calls]
+        return [AIMessage(content=_text_content(run.texts) if run.texts else "", tool_calls=calls)]
+    # Tool results first: Anthropic models want them at the start of the user message.
+    messages: list[BaseMessage] = [
+        ToolMessage(content=r.content or "(empty)", tool_call_id=r.tool_call_id or "") for r in run.results
+    ]
+    if run.texts:
+        messages.append(HumanMessage(content=_text_content(run.texts)))
+    return messages
 
-    - blank turns are dropped;
+
+def alternating_messages(history: Iterable[HistoryTurn], current_message: str) -> list[BaseMessage]:
+    """History plus the current user message as Converse-valid user/assistant turns.
+
+    - blank turns are dropped; tool calls stay only with their results, results only after their call;
     - consecutive turns of the same role are merged into one message (content kept whole);
-    - the sequence starts with a user turn (leading assistant turns are dropped);
+    - the sequence starts with a user's own text (leading assistant turns and results are dropped);
     - it ends with a user turn whose last text is `current_message`.
     """
     if is_blank(current_message):
         raise ValueError("the current message must contain some text")
-    runs: list[tuple[Role, list[str]]] = []
-    for turn in [*history, HistoryTurn("user", current_message)]:
-        if is_blank(turn.content):
-            continue
-        if runs and runs[-1][0] == turn.role:
-            runs[-1][1].append(turn.content)
-        elif runs or turn.role == "user":
-            runs.append((turn.role, [turn.content]))
-    return [_as_message(role, texts) for role, texts in runs]
+    turns = [*_paired(list(history)), HistoryTurn("user", current_message)]
+    return [message for run in _runs(turns) for message in _as_messages(run)]
 
 
-def message_texts(message: ChatTurn) -> list[str]:
+def message_texts(message: BaseMessage) -> list[str]:
     """The text blocks of a message built by `alternating_messages`, in order."""
     if isinstance(message.content, str):
-        return [message.content]
+        return [message.content] if message.content else []
     return [block["text"] for block in message.content if isinstance(block, dict) and "text" in block]

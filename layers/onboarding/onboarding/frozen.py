@@ -1,8 +1,10 @@
 """Deep-freezing of JSON-like data, so that an 'immutable' model is immutable all the way down."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, PlainSerializer
 
 
 def deep_freeze(value: Any) -> Any:
@@ -25,3 +27,18 @@ def thaw(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [thaw(item) for item in value]
     return value
+
+
+# Pydantic's `frozen=True` only stops attribute assignment; a list field could still be appended
+# to. So validated values are deep-frozen copies (tuple of read-only mappings), and they
+# serialise back to plain lists and dicts.
+FrozenHistory = Annotated[
+    Sequence[Mapping[str, Any]],
+    AfterValidator(deep_freeze),
+    PlainSerializer(thaw, return_type=list[dict[str, Any]]),
+]
+FrozenMapping = Annotated[
+    Mapping[str, Any],
+    AfterValidator(deep_freeze),
+    PlainSerializer(thaw, return_type=dict[str, Any]),
+]

@@ -5,7 +5,7 @@ the coach asks when the field is still unknown; the rules forbid asking again fo
 the conversation or an earlier step already answered.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,7 +101,7 @@ STEP_PROMPTS: Mapping[OnboardingAgentType, StepPrompt] = {
 }
 
 
-def _render_known(agent_context: Mapping[str, Any]) -> str:
+def _render_known(agent_context: Mapping[str, Any], skipped: Sequence[str] = ()) -> list[str]:
     """What earlier steps stored, as `step.field: value` lines, so it is never asked again."""
     lines: list[str] = []
     for step, collected in agent_context.items():
@@ -111,17 +111,103 @@ def _render_known(agent_context: Mapping[str, Any]) -> str:
             if key == "completed_at":
                 continue
             lines.append(f"- {step}.{key}: {value}")
-    return "\n".join(lines) if lines else "- nothing yet"
+    lines.extend(f"- {name}: (the client could not say; do not ask again)" for name in skipped)
+    return lines
 
 
-def render_system_prompt(step: OnboardingAgentType, agent_context: Mapping[str, Any]) -> str:
-    """The system prompt for `step`, rebuilt from stored data on every call."""
+@dataclass(frozen=True)
+class MemoryView:
+    """What the system prompt carries besides the step: the profile, the summary, the waiting field."""
+
+    profile_lines: Sequence[str] = ()
+    address_as: str | None = None
+    summary: str | None = None
+    waiting_for: str | None = None
+    waiting_attempts: int = 0
+    skipped: Sequence[str] = ()
+    onboarding_complete: bool = False
+
+
+ONBOARDING_COMPLETE_STEP = (
+    "Onboarding is complete: every step is done. Answer the client's questions about their plan "
+    "using what is known below, and never collect onboarding answers again."
+)
+
+
+def _section(header: str, lines: Sequence[str], empty: str = "- nothing yet") -> str:
+    return f"{header}\n" + ("\n".join(lines) if lines else empty)
+
+
+def render_system_prompt(
+    step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: MemoryView | None = None
+) -> str:
+    """The system prompt for `step`, rebuilt from stored data on every call (seed 003)."""
+    memory = memory or MemoryView()
     prompt = STEP_PROMPTS[step]
-    collect = "\n".join(f"- {field.key}: {field.question}" for field in prompt.fields)
-    return (
-        f"{COACH_PERSONA}\n\n"
-        f"Current step: {prompt.title}. {prompt.purpose}\n\n"
-        f"Collect, one question at a time:\n{collect}\n\n"
-        f"Already known:\n{_render_known(agent_context)}\n\n"
-        f"{MEMORY_RULES}"
-    )
+    parts = [COACH_PERSONA]
+    if memory.address_as:
+        parts.append(f"Address the client as {memory.address_as}.")
+    if memory.onboarding_complete:
+        parts.append(ONBOARDING_COMPLETE_STEP)
+    else:
+        collect = "\n".join(f"- {field.key}: {field.question}" for field in prompt.fields)
+        parts.append(f"Current step: {prompt.title}. {prompt.purpose}")
+        parts.append(f"Collect, one question at a time:\n{collect}")
+        parts.append(TOOL_RULES.format(save_tool=save_tool_name(step)))
+    parts.append(_section("Already known:", _render_known(agent_context, memory.skipped)))
+    parts.append(_section("About the client (remembered across conversations):", memory.profile_lines))
+    if memory.summary:
+        parts.append(_section("Summary of the earlier conversation:", memory.summary.splitlines()))
+    if memory.waiting_for and not memory.onboarding_complete:
+        parts.append(
+            f"Waiting for: {memory.waiting_for}\n"
+            f"You asked for {memory.waiting_for} (asked {memory.waiting_attempts} time(s)). Read the client's "
+            "new message as the answer to it and save it; if it is not an answer, ask once more, differently."
+        )
+    parts.append(MEMORY_RULES)
+    return "\n\n".join(parts)
+
+
+def save_tool_name(step: OnboardingAgentType) -> str:
+    return f"save_{step.value}"
+
+
+TOOL_RULES = (
+    "Tools:\n"
+    "- Call {save_tool} as soon as the client answers any item above, with the items they answered; "
+    "set step_complete to true once every item is known.\n"
+    "- Call remember_fact whenever the client tells you something about themself worth keeping "
+    "(their name, what to call them, goals, level, injuries, preferences).\n"
+    "- Call ask_for with an item's name when you ask for it and need that exact item next."
+)
+
+# What the model reads about its tools (the save tool's items are described by their questions).
+TOOL_TEXTS: Mapping[str, str] = {
+    "save": "Save the client's answers for the {title} step.",
+    "step_complete": "true once every item of this step is known",
+    "remember_fact": "Remember something the client said about themself, for every later conversation.",
+    "fact_kind": "what the fact is about",
+    "fact_value": "the fact, in a few words",
+    "ask_for": "Say which single item you just asked the client for, so their next message answers it.",
+    "ask_for_field": "the item you are asking for",
+}
+
+SUMMARY_SYSTEM_PROMPT = (
+    "You keep a running summary of a fitness coach's conversation with a client. Update the summary "
+    "with the new messages. Keep every fact the client stated (names, numbers, dates, injuries, "
+    "preferences, decisions) as short '- ' lines; drop greetings and small talk. Answer with the "
+    "updated summary only."
+)
+
+
+def render_summary_request(current_summary: str | None, lines: Sequence[str]) -> str:
+    """The user message of a summary request: the summary so far and the messages to fold in."""
+    return f"Current summary:\n{current_summary or '(none)'}\n\nNew messages:\n" + "\n".join(lines)
+
+
+RESET_REPLY = (
+    "Okay, we're starting a fresh conversation. I still remember what you've told me about yourself "
+    "and the onboarding steps we've finished."
+)
+RESET_REPLY_WITH_STEP = RESET_REPLY + " Let's pick up the {title} step."
+ONBOARDING_COMPLETE_NOTICE = "Onboarding is complete: tell the client so, and recap their plan in one sentence."

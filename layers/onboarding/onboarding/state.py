@@ -1,10 +1,11 @@
 """Onboarding steps and the per-user state that says which step the user is on."""
 
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from onboarding.context import FrozenMapping
+from onboarding.frozen import FrozenMapping
 
 
 class OnboardingAgentType(StrEnum):
@@ -20,6 +21,26 @@ class OnboardingAgentType(StrEnum):
 ONBOARDING_ORDER: tuple[OnboardingAgentType, ...] = tuple(OnboardingAgentType)
 
 
+def next_step(step: OnboardingAgentType) -> OnboardingAgentType | None:
+    """The step after `step`, or None after the last one."""
+    index = ONBOARDING_ORDER.index(step)
+    return ONBOARDING_ORDER[index + 1] if index + 1 < len(ONBOARDING_ORDER) else None
+
+
+class WaitingFor(BaseModel):
+    """The one field the coach asked for and expects the next message to answer (seed 004).
+
+    `attempts` counts the turns that asked for it; the state survives between turns and channels
+    because it is stored with the rest of the onboarding state.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    step: OnboardingAgentType
+    field: str = Field(min_length=1, max_length=64)
+    attempts: int = Field(default=1, ge=1)
+
+
 class OnboardingState(BaseModel):
     """What the store keeps about a user's onboarding besides the messages."""
 
@@ -27,8 +48,16 @@ class OnboardingState(BaseModel):
 
     current_agent: OnboardingAgentType = OnboardingAgentType.FITNESS_ASSESSMENT
     agent_context: FrozenMapping = Field(default_factory=dict)
+    waiting_for: WaitingFor | None = None
+    # `step.field` names the client could not answer after the bounded re-asks: never asked again.
+    skipped: tuple[str, ...] = ()
+    completed_at: datetime | None = None
 
     @classmethod
     def initial(cls) -> "OnboardingState":
         """A user the store has never seen starts at the fitness assessment."""
         return cls()
+
+    @property
+    def onboarding_complete(self) -> bool:
+        return self.completed_at is not None

@@ -5,8 +5,11 @@ Layout of a user's partition (`pk = USER#<user id>`), in sort-key order:
     CLIENT#<client message id>         which messages a client's (or Twilio's) message id produced
     CONTACT#<E.164 phone>              a phone number linked to this user (sorts before messages)
     LIMIT#<window number>              how many messages the user sent in one rate-limit window
-    MSG#<13-digit epoch ms>#<random>   one item per message, immutable once written
-    ~STATE                             onboarding state (current agent, agent_context)
+    LINKCODE#<code>                    a link code this user created (expires with it), so erase finds it
+    MSG#<13-digit epoch ms>#<random>   one item per message (user, assistant or tool), immutable
+    ~PROFILE                           what the user told about themself (outlives conversations)
+    ~STATE                             onboarding state (current agent, agent_context, waiting field)
+    ~SUMMARY                           rolling summary of the messages that left the prompt window
 
 Items a turn does not need sort before `MSG#`, so the newest-first Query never meets them.
 Outside the user partitions:
@@ -30,8 +33,8 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,7 +42,9 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
-from onboarding.state import OnboardingState
+from onboarding.frozen import deep_freeze, thaw
+from onboarding.profile import UserProfile
+from onboarding.state import OnboardingState, WaitingFor
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -47,11 +52,13 @@ if TYPE_CHECKING:
 
 logger = Logger(child=True)
 
-Role = Literal["user", "assistant"]
+Role = Literal["user", "assistant", "tool"]
 USER_PREFIX = "USER#"
 MESSAGE_PREFIX = "MSG#"
 STATE_SORT_KEY = "~STATE"
-HEAD_ITEMS = (STATE_SORT_KEY,)
+PROFILE_SORT_KEY = "~PROFILE"
+SUMMARY_SORT_KEY = "~SUMMARY"
+HEAD_ITEMS = (PROFILE_SORT_KEY, STATE_SORT_KEY, SUMMARY_SORT_KEY)
 CONTACT_PREFIX = "CONTACT#"
 CLIENT_PREFIX = "CLIENT#"
 CLIENT_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
@@ -61,9 +68,17 @@ PHONE_PREFIX = "PHONE#"
 PHONE_OWNER_SORT_KEY = "~OWNER"
 LINK_PREFIX = "LINK#"
 LINK_SORT_KEY = "~LINK"
+LINK_POINTER_PREFIX = "LINKCODE#"
 LINK_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: codes are typed on phones
 LINK_CODE_LENGTH = 10  # 31**10 ≈ 8e14 codes: guessing one inside its lifetime is hopeless
 _WRITE_ATTEMPTS = 3
+_BATCH_WRITE_ITEMS = 25  # BatchWriteItem's limit per request
+# botocore retries a failed request, but not the UnprocessedItems of a successful one, so erase
+# resends those itself, with botocore's full-jitter exponential backoff, a bounded number of times.
+_BATCH_ATTEMPTS = 8
+_BATCH_BACKOFF_BASE_S = 0.05
+_BATCH_BACKOFF_MAX_S = 2.0
+_JITTER = secrets.SystemRandom()  # for spreading retries, not for secrets; avoids the global RNG
 
 
 _MESSAGE_SORT_KEY = re.compile(r"^MSG#\d{13}#[0-9a-f]{12}$")
@@ -94,11 +109,43 @@ class InvalidCursorError(ValueError):
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A tool the model called inside a turn: Converse's `toolUse` block."""
+
+    call_id: str
+    name: str
+    args: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class StoredMessage:
+    """One message. An assistant message may carry tool calls (its text may then be empty); a
+    `tool` message is the result of the call `tool_call_id` names."""
+
     message_id: str
     role: Role
     content: str
     created_at: datetime
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message a turn produced, before the store gives it an id and a time."""
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    """The rolling summary; it covers every message up to and including `through_message_id`."""
+
+    text: str
+    through_message_id: str
 
 
 @dataclass(frozen=True)
@@ -140,11 +187,39 @@ class LinkCode:
 
 
 @dataclass(frozen=True)
+class ErasureReport:
+    """What `erase_user` deleted, counted by kind. A phone's CONTACT# item and a link code's
+    pointer are halves of the phone and the code, not counted on their own."""
+
+    messages: int = 0
+    state_items: int = 0  # onboarding state, profile and summary
+    phone_numbers: int = 0  # PHONE# owner items that still named this user
+    dedupe_records: int = 0  # CLIENT# items: which message a client or Twilio message id produced
+    rate_counters: int = 0  # LIMIT# items
+    link_codes: int = 0  # LINK# codes this user created that were still stored
+    other_items: int = 0  # partition items of a kind this version does not know (deleted all the same)
+
+    @property
+    def total(self) -> int:
+        return (
+            self.messages
+            + self.state_items
+            + self.phone_numbers
+            + self.dedupe_records
+            + self.rate_counters
+            + self.link_codes
+            + self.other_items
+        )
+
+
+@dataclass(frozen=True)
 class LoadedTurnContext:
-    """What a turn needs from the table: the state and the newest messages, oldest first."""
+    """What a turn needs from the table: state, profile, summary and the newest messages, oldest first."""
 
     state: OnboardingState
     messages: tuple[StoredMessage, ...]
+    profile: UserProfile = field(default_factory=UserProfile)
+    summary: ConversationSummary | None = None
 
 
 def _partition(user_id: str) -> "AttributeValueTypeDef":
@@ -207,10 +282,19 @@ def _decode_cursor(cursor: str) -> str:
 class ConversationStore:
     """Reads and writes a user's messages and onboarding state."""
 
-    def __init__(self, client: "DynamoDBClient", table_name: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        client: "DynamoDBClient",
+        table_name: str,
+        clock: Callable[[], float] = time.time,
+        message_ttl_s: int | None = None,
+    ) -> None:
         self._client = client
         self._table = table_name
         self._clock = clock
+        # Messages expire this long after they were written (DynamoDB's TTL removes them days
+        # later, so reads skip expired ones themselves). None keeps them until erased.
+        self._message_ttl_s = message_ttl_s
         self._last_ms = 0
         self._clock_lock = threading.Lock()
 
@@ -226,19 +310,25 @@ class ConversationStore:
         Items that cannot be understood are skipped with a warning, never fatal.
         """
         state = OnboardingState.initial()
+        profile = UserProfile()
+        summary: ConversationSummary | None = None
         newest_first: list[StoredMessage] = []
         items, _ = self._query_newest(user_id, message_limit + len(HEAD_ITEMS))
         for item in items:
             sort_key = item.get("sk", {}).get("S", "")
             if sort_key == STATE_SORT_KEY:
                 state = self._parse_state(item) or state
+            elif sort_key == PROFILE_SORT_KEY:
+                profile = self._parse_profile(item) or profile
+            elif sort_key == SUMMARY_SORT_KEY:
+                summary = self._parse_summary(item)
             elif (
                 sort_key.startswith(MESSAGE_PREFIX)
                 and len(newest_first) < message_limit
                 and (message := self._parse_message(item)) is not None
             ):
                 newest_first.append(message)
-        return LoadedTurnContext(state=state, messages=tuple(reversed(newest_first)))
+        return LoadedTurnContext(state=state, messages=tuple(reversed(newest_first)), profile=profile, summary=summary)
 
     def append_message(
         self, user_id: str, role: Role, content: str, rate_limit: RateLimit | None = None
@@ -358,29 +448,63 @@ class ConversationStore:
 
     def append_reply_once(self, user_id: str, client_id: str, content: str) -> StoredMessage:
         """Store the reply to a client message id's turn, unless one is stored already (then that one)."""
+        return self.append_reply(user_id, [NewMessage("assistant", content)], client_id=client_id)[-1]
+
+    def append_reply(
+        self,
+        user_id: str,
+        messages: Sequence[NewMessage],
+        client_id: str | None = None,
+        state: OnboardingState | None = None,
+        profile: UserProfile | None = None,
+    ) -> tuple[StoredMessage, ...]:
+        """Store what a turn produced in ONE transaction: its tool calls and results, its reply, and
+        the state and profile its tools changed. Either all of it is stored or none of it.
+
+        With a `client_id`, the last message is recorded as the reply to that client message id,
+        unless an earlier delivery recorded one already: then nothing of this turn is stored and
+        the earlier reply is returned (as a one-message tuple).
+        """
+        if not messages:
+            raise ValueError("a reply needs at least one message")
         for _ in range(_WRITE_ATTEMPTS):
-            message = self._new_message("assistant", content)
-            record: Any = {
-                "Update": {
-                    "TableName": self._table,
-                    "Key": self._client_key(user_id, client_id),
-                    "UpdateExpression": "SET reply_message_id = :reply",
-                    "ConditionExpression": "attribute_exists(sk) AND attribute_not_exists(reply_message_id)",
-                    "ExpressionAttributeValues": {":reply": {"S": message.message_id}},
-                }
-            }
+            stored = tuple(self._new_message(m.role, m.content, m.tool_calls, m.tool_call_id) for m in messages)
+            items: list[Any] = [self._message_put(user_id, message) for message in stored]
+            if client_id is not None:
+                items.append(
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": self._client_key(user_id, client_id),
+                            "UpdateExpression": "SET reply_message_id = :reply",
+                            "ConditionExpression": "attribute_exists(sk) AND attribute_not_exists(reply_message_id)",
+                            "ExpressionAttributeValues": {":reply": {"S": stored[-1].message_id}},
+                        }
+                    }
+                )
+            if state is not None:
+                items.append({"Put": {"TableName": self._table, "Item": self._state_item(user_id, state)}})
+            if profile is not None:
+                items.append({"Put": {"TableName": self._table, "Item": self._profile_item(user_id, profile)}})
             try:
-                self._client.transact_write_items(TransactItems=[self._message_put(user_id, message), record])
-                return message
+                if len(items) == 1:
+                    self._client.put_item(**items[0]["Put"])
+                else:
+                    self._client.transact_write_items(TransactItems=items)
+                return stored
             except ClientError as error:
                 reasons = [r.get("Code") for r in error.response.get("CancellationReasons") or []]
-                if reasons[1:2] == ["ConditionalCheckFailed"]:
+                if client_id is not None and reasons[len(stored) : len(stored) + 1] == ["ConditionalCheckFailed"]:
                     earlier = self._earlier_turn(user_id, client_id, None).reply
                     if earlier is None:
                         raise StoreError("the turn's record is missing") from error
-                    return earlier
-                if reasons[:1] != ["ConditionalCheckFailed"]:
+                    return (earlier,)
+                collided = "ConditionalCheckFailed" in reasons[: len(stored)] or (
+                    error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+                )
+                if not collided:
                     raise StoreError("could not store the assistant message") from error
+                logger.warning("Message key collision, retrying with new keys")
         raise StoreError("could not find a free key for the assistant message")
 
     def _earlier_turn(self, user_id: str, client_id: str, content: str | None) -> ClaimedTurn:
@@ -423,29 +547,35 @@ class ConversationStore:
         ).get("Item")
         return None if item is None else self._parse_message(item)
 
-    def _new_message(self, role: Role, content: str) -> StoredMessage:
+    def _new_message(
+        self, role: Role, content: str, tool_calls: tuple[ToolCall, ...] = (), tool_call_id: str | None = None
+    ) -> StoredMessage:
         created_ms = self._next_ms()
         return StoredMessage(
             message_id=_new_message_id(created_ms),
             role=role,
             content=content,
             created_at=datetime.fromtimestamp(created_ms / 1000, UTC),
+            tool_calls=tool_calls,
+            tool_call_id=tool_call_id,
         )
 
     def _message_put(self, user_id: str, message: StoredMessage) -> Any:
-        return {
-            "Put": {
-                "TableName": self._table,
-                "Item": {
-                    "pk": _partition(user_id),
-                    "sk": {"S": _message_sort_key(message.message_id)},
-                    "role": {"S": message.role},
-                    "content": {"S": message.content},
-                    "created_at": {"S": message.created_at.isoformat()},
-                },
-                "ConditionExpression": "attribute_not_exists(sk)",
-            }
+        item: dict[str, Any] = {
+            "pk": _partition(user_id),
+            "sk": {"S": _message_sort_key(message.message_id)},
+            "role": {"S": message.role},
+            "content": {"S": message.content},
+            "created_at": {"S": message.created_at.isoformat()},
         }
+        if message.tool_calls:
+            calls = [{"id": c.call_id, "name": c.name, "args": thaw(c.args)} for c in message.tool_calls]
+            item["tool_calls"] = {"S": json.dumps(calls, ensure_ascii=False)}
+        if message.tool_call_id is not None:
+            item["tool_call_id"] = {"S": message.tool_call_id}
+        if self._message_ttl_s is not None:
+            item["expires_at"] = {"N": str(int(message.created_at.timestamp()) + self._message_ttl_s)}
+        return {"Put": {"TableName": self._table, "Item": item, "ConditionExpression": "attribute_not_exists(sk)"}}
 
     @staticmethod
     def _client_key(user_id: str, client_id: str) -> dict[str, Any]:
@@ -464,18 +594,62 @@ class ConversationStore:
     def save_state(self, user_id: str, state: OnboardingState) -> None:
         """Replace the user's onboarding state."""
         try:
+            self._client.put_item(TableName=self._table, Item=self._state_item(user_id, state))
+        except ClientError as error:
+            raise StoreError("could not store the onboarding state") from error
+
+    def save_profile(self, user_id: str, profile: UserProfile) -> None:
+        """Replace the user's profile."""
+        try:
+            self._client.put_item(TableName=self._table, Item=self._profile_item(user_id, profile))
+        except ClientError as error:
+            raise StoreError("could not store the profile") from error
+
+    def save_summary(self, user_id: str, summary: ConversationSummary) -> bool:
+        """Store `summary` unless a summary that covers more is stored already (a later fold that
+        finished first wins; this one is dropped). True if it was stored."""
+        try:
             self._client.put_item(
                 TableName=self._table,
                 Item={
                     "pk": _partition(user_id),
-                    "sk": {"S": STATE_SORT_KEY},
-                    "current_agent": {"S": state.current_agent.value},
-                    "agent_context": {"S": json.dumps(state.model_dump(mode="json")["agent_context"])},
-                    "updated_at": {"S": datetime.now(UTC).isoformat()},
+                    "sk": {"S": SUMMARY_SORT_KEY},
+                    "text": {"S": summary.text},
+                    "through": {"S": summary.through_message_id},
+                    "updated_at": {"S": datetime.fromtimestamp(self._clock(), UTC).isoformat()},
                 },
+                ConditionExpression="attribute_not_exists(sk) OR through < :through",
+                ExpressionAttributeValues={":through": {"S": summary.through_message_id}},
             )
         except ClientError as error:
-            raise StoreError("could not store the onboarding state") from error
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise StoreError("could not store the summary") from error
+        return True
+
+    def _state_item(self, user_id: str, state: OnboardingState) -> dict[str, Any]:
+        dumped = state.model_dump(mode="json")
+        item: dict[str, Any] = {
+            "pk": _partition(user_id),
+            "sk": {"S": STATE_SORT_KEY},
+            "current_agent": {"S": state.current_agent.value},
+            "agent_context": {"S": json.dumps(dumped["agent_context"], ensure_ascii=False)},
+            "skipped": {"S": json.dumps(dumped["skipped"])},
+            "updated_at": {"S": datetime.fromtimestamp(self._clock(), UTC).isoformat()},
+        }
+        if state.waiting_for is not None:
+            item["waiting_for"] = {"S": json.dumps(dumped["waiting_for"])}
+        if state.completed_at is not None:
+            item["completed_at"] = {"S": state.completed_at.isoformat()}
+        return item
+
+    def _profile_item(self, user_id: str, profile: UserProfile) -> dict[str, Any]:
+        return {
+            "pk": _partition(user_id),
+            "sk": {"S": PROFILE_SORT_KEY},
+            "profile": {"S": profile.model_dump_json()},
+            "updated_at": {"S": datetime.fromtimestamp(self._clock(), UTC).isoformat()},
+        }
 
     def phone_owner(self, phone: str) -> PhoneOwner | None:
         """Who `phone` belongs to, or None if it never wrote to us nor was linked."""
@@ -625,19 +799,38 @@ class ConversationStore:
             code = "".join(secrets.choice(LINK_CODE_ALPHABET) for _ in range(LINK_CODE_LENGTH))
             expires = int(now) + lifetime_s
             try:
-                self._client.put_item(
-                    TableName=self._table,
-                    Item={
-                        "pk": {"S": f"{LINK_PREFIX}{code}"},
-                        "sk": {"S": LINK_SORT_KEY},
-                        "user_id": {"S": user_id},
-                        "expires_at": {"N": str(expires)},
-                    },
-                    ConditionExpression="attribute_not_exists(pk)",
+                self._client.transact_write_items(
+                    TransactItems=[
+                        {
+                            "Put": {
+                                "TableName": self._table,
+                                "Item": {
+                                    "pk": {"S": f"{LINK_PREFIX}{code}"},
+                                    "sk": {"S": LINK_SORT_KEY},
+                                    "user_id": {"S": user_id},
+                                    "expires_at": {"N": str(expires)},
+                                },
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                        # The code lives outside the user's partition; this pointer (gone with it by
+                        # TTL) is how `erase_user` finds it. Same transaction: never one without the other.
+                        {
+                            "Put": {
+                                "TableName": self._table,
+                                "Item": {
+                                    "pk": _partition(user_id),
+                                    "sk": {"S": f"{LINK_POINTER_PREFIX}{code}"},
+                                    "expires_at": {"N": str(expires)},
+                                },
+                            }
+                        },
+                    ]
                 )
                 return LinkCode(code, datetime.fromtimestamp(expires, UTC))
             except ClientError as error:
-                if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                reasons = [r.get("Code") for r in error.response.get("CancellationReasons") or []]
+                if reasons[:1] != ["ConditionalCheckFailed"]:
                     raise StoreError("could not store the link code") from error
         raise StoreError("could not find a free link code")
 
@@ -679,29 +872,157 @@ class ConversationStore:
                 return items, False
         return items, True
 
-    @staticmethod
-    def _parse_message(item: Mapping[str, Any]) -> StoredMessage | None:
+    def _parse_message(self, item: Mapping[str, Any]) -> StoredMessage | None:
+        """The message in `item`; None for an expired one (TTL deletion lags by days) or, with a
+        warning, for one that cannot be understood."""
         try:
+            expires_at = item.get("expires_at", {}).get("N")
+            if expires_at is not None and int(expires_at) <= self._clock():
+                return None
             role = item["role"]["S"]
-            if role not in ("user", "assistant"):
+            if role not in ("user", "assistant", "tool"):
                 raise ValueError("unknown role")
+            calls = json.loads(item["tool_calls"]["S"]) if "tool_calls" in item else []
+            tool_call_id = item.get("tool_call_id", {}).get("S")
+            if role == "tool" and not tool_call_id:
+                raise ValueError("a tool result without its call id")
             return StoredMessage(
                 message_id=_message_id(item["sk"]["S"]),
                 role=role,
                 content=item["content"]["S"],
                 created_at=datetime.fromisoformat(item["created_at"]["S"]),
+                tool_calls=tuple(ToolCall(c["id"], c["name"], deep_freeze(c["args"])) for c in calls),
+                tool_call_id=tool_call_id,
             )
-        except (KeyError, TypeError, ValueError) as error:
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
             logger.warning("Skipping malformed message item", extra={"reason": type(error).__name__})
+            return None
+
+    @staticmethod
+    def _parse_profile(item: Mapping[str, Any]) -> UserProfile | None:
+        try:
+            return UserProfile.model_validate_json(item["profile"]["S"])
+        except (KeyError, TypeError, ValidationError) as error:
+            logger.warning("Ignoring malformed profile item", extra={"reason": type(error).__name__})
+            return None
+
+    @staticmethod
+    def _parse_summary(item: Mapping[str, Any]) -> ConversationSummary | None:
+        try:
+            return ConversationSummary(text=item["text"]["S"], through_message_id=item["through"]["S"])
+        except (KeyError, TypeError) as error:
+            logger.warning("Ignoring malformed summary item", extra={"reason": type(error).__name__})
             return None
 
     @staticmethod
     def _parse_state(item: Mapping[str, Any]) -> OnboardingState | None:
         try:
+            waiting = item.get("waiting_for", {}).get("S")
+            completed = item.get("completed_at", {}).get("S")
             return OnboardingState(
                 current_agent=item["current_agent"]["S"],
                 agent_context=json.loads(item.get("agent_context", {}).get("S", "{}")),
+                waiting_for=WaitingFor.model_validate_json(waiting) if waiting else None,
+                skipped=json.loads(item.get("skipped", {}).get("S", "[]")),
+                completed_at=datetime.fromisoformat(completed) if completed else None,
             )
         except (KeyError, TypeError, ValueError, ValidationError) as error:
             logger.warning("Ignoring malformed onboarding state item", extra={"reason": type(error).__name__})
             return None
+
+    def erase_user(self, user_id: str) -> ErasureReport:
+        """Delete everything stored for the user and report what was deleted: the whole partition
+        (messages, state, profile, summary, dedupe records, rate counters, phone links, link-code
+        pointers), the PHONE# owner items that still name the user, and the link codes they made.
+        An unknown user, or a second erase, deletes nothing and reports zeros.
+
+        Phone owners and link codes go first: a text arriving mid-erase then starts a new user
+        instead of writing into the partition being emptied. A phone re-linked to someone else
+        since is theirs now and stays. A turn already in flight can still write after the
+        partition was read (this is not one transaction); erasing again removes what it wrote.
+
+        Deliberately NOT deleted: the Powertools idempotency records of the SMS webhook (another
+        table, keyed by a hash of Twilio's MessageSid, holding only the canned reply, expiring
+        within 24 h). Deleting them would let a late Twilio retry of an erased text be processed
+        again and re-create the user.
+        """
+        try:
+            keys = self._partition_keys(user_id)
+            sort_keys = [key["sk"]["S"] for key in keys]
+            phones = [sk.removeprefix(CONTACT_PREFIX) for sk in sort_keys if sk.startswith(CONTACT_PREFIX)]
+            codes = [sk.removeprefix(LINK_POINTER_PREFIX) for sk in sort_keys if sk.startswith(LINK_POINTER_PREFIX)]
+            # Not `_phone_key`: a malformed CONTACT# item must not stop the erase; its key matches nothing.
+            phone_keys = [{"pk": {"S": f"{PHONE_PREFIX}{p}"}, "sk": {"S": PHONE_OWNER_SORT_KEY}} for p in phones]
+            code_keys = [{"pk": {"S": f"{LINK_PREFIX}{c}"}, "sk": {"S": LINK_SORT_KEY}} for c in codes]
+            phone_numbers = sum(self._delete_if_owned(key, user_id) for key in phone_keys)
+            link_codes = sum(self._delete_if_owned(key, user_id) for key in code_keys)
+            self._batch_delete(keys)
+        except ClientError as error:
+            raise StoreError("could not erase the user's data") from error
+
+        def count(prefix: str) -> int:
+            return sum(sk.startswith(prefix) for sk in sort_keys)
+
+        known = (MESSAGE_PREFIX, CLIENT_PREFIX, RATE_PREFIX, CONTACT_PREFIX, LINK_POINTER_PREFIX)
+        report = ErasureReport(
+            messages=count(MESSAGE_PREFIX),
+            state_items=sum(sk in HEAD_ITEMS for sk in sort_keys),
+            phone_numbers=phone_numbers,
+            dedupe_records=count(CLIENT_PREFIX),
+            rate_counters=count(RATE_PREFIX),
+            link_codes=link_codes,
+            other_items=sum(not sk.startswith(known) and sk not in HEAD_ITEMS for sk in sort_keys),
+        )
+        # Counts only: the user id and phone numbers are personal data.
+        logger.info("Erased a user's data", extra={"erased_items": report.total, "partition_items": len(sort_keys)})
+        return report
+
+    def _partition_keys(self, user_id: str) -> list[dict[str, Any]]:
+        """The key of every item in the user's partition, all pages, read consistently (an item
+        written just before the erase must not be missed)."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": _partition(user_id)},
+            "ProjectionExpression": "pk, sk",
+            "ConsistentRead": True,
+        }
+        keys: list[dict[str, Any]] = []
+        while True:
+            page = self._client.query(**request)
+            keys.extend({"pk": item["pk"], "sk": item["sk"]} for item in page.get("Items", []))
+            if not (start_key := page.get("LastEvaluatedKey")):
+                return keys
+            request["ExclusiveStartKey"] = start_key
+
+    def _delete_if_owned(self, key: Mapping[str, Any], user_id: str) -> bool:
+        """Delete the item at `key` if it still names `user_id`; False when it is gone or is
+        someone else's now (a phone re-linked since)."""
+        try:
+            self._client.delete_item(
+                TableName=self._table,
+                Key=key,
+                ConditionExpression="user_id = :user",
+                ExpressionAttributeValues={":user": {"S": user_id}},
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def _batch_delete(self, keys: Sequence[Mapping[str, Any]]) -> None:
+        """Delete `keys`, 25 to a request, resending what DynamoDB left unprocessed (it does so
+        when throttled) after a backoff; gives up with StoreError after `_BATCH_ATTEMPTS` tries."""
+        for start in range(0, len(keys), _BATCH_WRITE_ITEMS):
+            batch = keys[start : start + _BATCH_WRITE_ITEMS]
+            pending: Mapping[str, Any] = {self._table: [{"DeleteRequest": {"Key": key}} for key in batch]}
+            for attempt in range(_BATCH_ATTEMPTS):
+                if attempt:
+                    # botocore's standard mode: a random delay up to base * 2^attempt, capped.
+                    time.sleep(_JITTER.random() * min(_BATCH_BACKOFF_BASE_S * 2**attempt, _BATCH_BACKOFF_MAX_S))
+                pending = self._client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+                if not pending:
+                    break
+            else:
+                raise StoreError("the table kept leaving some of the user's items unprocessed")

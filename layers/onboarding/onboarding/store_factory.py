@@ -14,4 +14,5 @@ def build_store(settings: Settings) -> ConversationStore:
         region_name=settings.region,
         config=Config(retries={"mode": "standard", "total_max_attempts": settings.dynamodb_max_attempts}),
     )
-    return ConversationStore(client, settings.table_name)
+    ttl_s = settings.message_ttl_days * 24 * 3600 or None
+    return ConversationStore(client, settings.table_name, message_ttl_s=ttl_s)

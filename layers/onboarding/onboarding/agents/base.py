@@ -1,32 +1,81 @@
-"""The base every onboarding agent shares: system prompt, message building, streaming."""
+"""The base every onboarding agent shares: system prompt, budgeted messages, streaming with tools."""
 
 from abc import ABC
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from aws_lambda_powertools import Logger
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage, ToolMessage
 
 from onboarding.context import OnboardingAgentContext
-from onboarding.conversation import HistoryTurn, alternating_messages
-from onboarding.prompts import render_system_prompt
+from onboarding.conversation import HistoryCall, HistoryTurn, alternating_messages
+from onboarding.memory import OverBudgetError, fit_window, message_tokens
+from onboarding.prompts import MemoryView, render_system_prompt
 from onboarding.state import OnboardingAgentType
+from onboarding.store import NewMessage, ToolCall
+from onboarding.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
+from onboarding.tools import TurnMemory, build_tools
 
 logger = Logger(child=True)
+
+
+@dataclass(frozen=True)
+class PromptLimits:
+    """The prompt's token budget (system + window + current message) and how much of it the system
+    prompt may take; the system prompt is trimmed (oldest summary lines first) to stay within it."""
+
+    token_budget: int = 12_000
+    system_allowance: int = 5_000
+    max_tool_rounds: int = 3
+
+    @property
+    def max_message_tokens(self) -> int:
+        """The largest current message that always fits, whatever the system prompt holds."""
+        return self.token_budget - self.system_allowance - MESSAGE_OVERHEAD_TOKENS
+
+
+@dataclass(frozen=True)
+class PromptPlan:
+    """Exactly what goes to the model for a message, and what it costs."""
+
+    system: str
+    window: tuple[HistoryTurn, ...]
+    current: str
+    system_tokens: int
+    window_tokens: int
+    current_tokens: int
+    budget: int
+    left_out: int  # history entries the budget could not hold (normally 0: the summary has them)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.system_tokens + self.window_tokens + self.current_tokens
 
 
 def _history_turn(entry: Mapping[str, Any]) -> HistoryTurn | None:
     """One history entry as a turn, or None (with a warning) when it is malformed."""
     role, content = entry.get("role"), entry.get("content")
-    if role not in ("user", "assistant") or not isinstance(content, str):
+    try:
+        if role not in ("user", "assistant", "tool") or not isinstance(content, str):
+            raise ValueError("role or content")
+        calls = tuple(HistoryCall(str(c["id"]), str(c["name"]), c["args"]) for c in entry.get("tool_calls") or ())
+        tool_call_id = entry.get("tool_call_id")
+        if role == "tool" and not isinstance(tool_call_id, str):
+            raise ValueError("tool result without its call id")
+        return HistoryTurn(role=role, content=content, tool_calls=calls, tool_call_id=tool_call_id)
+    except (KeyError, TypeError, ValueError):
         # Log the shape only: the content is personal data.
         logger.warning(
             "Skipping malformed history entry",
             extra={"entry_keys": sorted(str(key) for key in entry), "role": str(role)[:20]},
         )
         return None
-    return HistoryTurn(role=role, content=content)
+
+
+def _text(message: AIMessageChunk | None) -> str:
+    return "" if message is None else str(message.text)
 
 
 class BaseOnboardingAgent(ABC):
@@ -34,28 +83,117 @@ class BaseOnboardingAgent(ABC):
 
     agent_type: ClassVar[OnboardingAgentType]
     HISTORY_WINDOW: ClassVar[int] = 15
-    """At most this many of the latest history messages go to the model (Requirement 3.5)."""
+    """At most this many of the latest history messages go to the model (Requirement 3.5); tool
+    results are not counted, they travel with their call."""
 
-    def __init__(self, context: OnboardingAgentContext, llm: BaseChatModel) -> None:
+    def __init__(self, context: OnboardingAgentContext, llm: BaseChatModel, limits: PromptLimits | None = None) -> None:
         self.context = context
         self.llm = llm
+        self.limits = limits or PromptLimits()
+        self.memory = TurnMemory(self.agent_type, context.onboarding_state(self.agent_type), context.profile)
+        self.produced: list[NewMessage] = []
+        """What this turn added after the user's message: tool calls, tool results, the reply."""
+
+    def _memory_view(self, summary_lines: list[str]) -> MemoryView:
+        waiting = self.context.waiting_for
+        return MemoryView(
+            profile_lines=self.context.profile.render_lines(),
+            address_as=self.context.profile.address_as,
+            summary="\n".join(summary_lines) or None,
+            waiting_for=waiting.field if waiting and waiting.step == self.agent_type else None,
+            waiting_attempts=waiting.attempts if waiting else 0,
+            skipped=self.context.skipped,
+            onboarding_complete=self.context.completed_at is not None,
+        )
 
     def get_system_prompt(self) -> str:
-        """This step's instructions, plus what earlier steps already collected."""
-        return render_system_prompt(self.agent_type, self.context.agent_context)
+        """This step's instructions, what is known, the profile and the summary, within the allowance.
+
+        The summary is the only part that grows with the conversation, so when the prompt is over
+        its allowance the summary's oldest lines go first.
+        """
+        lines = (self.context.summary or "").splitlines()
+        while True:
+            prompt = render_system_prompt(self.agent_type, self.context.agent_context, self._memory_view(lines))
+            if count_tokens(prompt) <= self.limits.system_allowance or not lines:
+                return prompt
+            lines = lines[1:]
+
+    def prompt_plan(self, message: str) -> PromptPlan:
+        """System prompt, then the newest history that fits the budget, then `message`.
+
+        Raises OverBudgetError when the system prompt and `message` alone exceed the budget.
+        """
+        system = self.get_system_prompt()
+        system_tokens = count_tokens(system) + MESSAGE_OVERHEAD_TOKENS
+        current_tokens = count_tokens(message) + MESSAGE_OVERHEAD_TOKENS
+        if system_tokens + current_tokens > self.limits.token_budget:
+            raise OverBudgetError(system_tokens + current_tokens, self.limits.token_budget)
+        turns = [turn for entry in self.context.conversation_history if (turn := _history_turn(entry))]
+        available = self.limits.token_budget - system_tokens - current_tokens
+        window = fit_window(turns, available, self.HISTORY_WINDOW) if self.HISTORY_WINDOW else ()
+        return PromptPlan(
+            system=system,
+            window=window,
+            current=message,
+            system_tokens=system_tokens,
+            window_tokens=sum(message_tokens(turn) for turn in window),
+            current_tokens=current_tokens,
+            budget=self.limits.token_budget,
+            left_out=len(turns) - len(window),
+        )
 
     def _build_messages(self, message: str) -> list[BaseMessage]:
-        """System prompt, the latest history (at most HISTORY_WINDOW messages), then `message`.
-
-        The result is always valid for Bedrock's Converse API: see `alternating_messages`.
-        """
-        turns = [turn for entry in self.context.conversation_history if (turn := _history_turn(entry))]
-        window = turns[-self.HISTORY_WINDOW :] if self.HISTORY_WINDOW else []
-        return [SystemMessage(content=self.get_system_prompt()), *alternating_messages(window, message)]
+        """System prompt, the latest history within the budget (at most HISTORY_WINDOW messages),
+        then `message`. Always valid for Bedrock's Converse API: see `alternating_messages`."""
+        plan = self.prompt_plan(message)
+        return [SystemMessage(content=plan.system), *alternating_messages(plan.window, message)]
 
     async def stream_response(self, message: str) -> AsyncIterator[str]:
-        """The coach's reply to `message`, as text chunks in the order the model streams them."""
-        async for chunk in self.llm.astream(self._build_messages(message)):
-            text = str(chunk.text)
-            if text:
-                yield text
+        """The coach's reply to `message`, as text chunks in the order the model streams them.
+
+        Tool calls run inside the turn: their results go back to the model, which then goes on
+        with its reply (at most `max_tool_rounds` rounds). What the turn produced is in `produced`.
+        """
+        messages = self._build_messages(message)
+        tools = build_tools(self.memory)
+        by_name = {tool.name: tool for tool in tools}
+        model = self.llm.bind_tools(tools)
+        said = ""
+        for round_number in range(self.limits.max_tool_rounds + 1):
+            gathered: AIMessageChunk | None = None
+            separate = bool(said) and not said[-1].isspace()
+            async for chunk in model.astream(messages):
+                gathered = chunk if gathered is None else gathered + chunk  # type: ignore[assignment]
+                text = str(chunk.text)
+                if text:
+                    if separate:
+                        text, separate = " " + text, False
+                    said += text
+                    yield text
+            calls = list(gathered.tool_calls) if gathered is not None else []
+            text = _text(gathered)
+            if not calls or round_number == self.limits.max_tool_rounds:
+                if text.strip():
+                    self.produced.append(NewMessage("assistant", text))
+                break
+            stored_calls = tuple(ToolCall(str(c["id"]), c["name"], dict(c["args"])) for c in calls)
+            self.produced.append(NewMessage("assistant", text, tool_calls=stored_calls))
+            messages.append(AIMessage(content=text, tool_calls=calls))
+            for call in calls:
+                result = await self._run_tool(by_name, call["name"], call["args"])
+                self.produced.append(NewMessage("tool", result, tool_call_id=str(call["id"])))
+                messages.append(ToolMessage(content=result, tool_call_id=str(call["id"])))
+        self.memory.finish_turn()
+
+    @staticmethod
+    async def _run_tool(by_name: Mapping[str, Any], name: str, args: Mapping[str, Any]) -> str:
+        tool = by_name.get(name)
+        if tool is None:
+            logger.warning("Model called an unknown tool", extra={"tool": name[:64]})
+            return '{"error": "no such tool"}'
+        try:
+            return str(await tool.ainvoke(dict(args)))
+        except Exception as error:  # a bad call is answered, so the model can correct itself
+            logger.warning("Tool call rejected", extra={"tool": name, "reason": type(error).__name__})
+            return '{"error": "invalid arguments for this tool"}'

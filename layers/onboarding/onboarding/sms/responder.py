@@ -47,11 +47,15 @@ class SmsResponder:
             result = await turn.collect()
         except ModelUnavailableError:
             return self._send([MODEL_APOLOGY], request)
+        except InvalidMessageError:
+            logger.info("Queued text does not fit the prompt's budget")
+            return self._send([TOO_LONG], request)
         if result.delivered:
             logger.info("Repeated delivery of a text already answered; nothing sent")
             return 0
         sent = self._send(split_message(result.reply) or [MODEL_APOLOGY], request)
         await asyncio.to_thread(self._store.mark_delivered, request.user_id, request.message_id)
+        await turn.fold_summary()  # after the reply went out: the person never waits for it
         return sent
 
     async def _refuse_for_rate(self, request: SmsTurnRequest) -> int:

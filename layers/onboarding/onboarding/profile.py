@@ -1,0 +1,59 @@
+"""The user profile: what the client told about themself, kept across conversations (seed 003).
+
+It is the cross-thread memory: a new conversation (after a gap or a reset) starts with an empty
+window, but the profile, like `agent_context`, stays and is rendered into every system prompt.
+"""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ProfileField = Literal["name", "preferred_name", "goals", "level", "limitations", "preferences"]
+FactKind = ProfileField | Literal["other"]
+PROFILE_FIELDS: tuple[ProfileField, ...] = ("name", "preferred_name", "goals", "level", "limitations", "preferences")
+MAX_VALUE_CHARS = 300
+MAX_OTHER_FACTS = 20
+"""Older free-form facts are dropped beyond this many, so the system prompt stays bounded."""
+
+_LABELS: dict[str, str] = {
+    "name": "Name",
+    "preferred_name": "Preferred name",
+    "goals": "Goals",
+    "level": "Fitness level",
+    "limitations": "Limitations",
+    "preferences": "Preferences",
+}
+
+
+class UserProfile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str | None = None
+    preferred_name: str | None = None
+    goals: str | None = None
+    level: str | None = None
+    limitations: str | None = None
+    preferences: str | None = None
+    other_facts: tuple[str, ...] = Field(default=())
+
+    def remember(self, kind: FactKind, value: str) -> "UserProfile":
+        """A profile that also holds `value`. A profile field is replaced (the latest statement
+        wins); an `other` fact is added, the oldest dropped beyond MAX_OTHER_FACTS."""
+        value = " ".join(value.split())[:MAX_VALUE_CHARS]
+        if not value:
+            return self
+        if kind == "other":
+            facts = (*(f for f in self.other_facts if f != value), value)
+            return self.model_copy(update={"other_facts": facts[-MAX_OTHER_FACTS:]})
+        return self.model_copy(update={kind: value})
+
+    @property
+    def address_as(self) -> str | None:
+        """What the coach calls the client: the preferred name before the name."""
+        return self.preferred_name or self.name
+
+    def render_lines(self) -> list[str]:
+        """`- Label: value` lines for the system prompt (empty when nothing is known)."""
+        lines = [f"- {_LABELS[key]}: {value}" for key in PROFILE_FIELDS if (value := getattr(self, key))]
+        lines.extend(f"- Also: {fact}" for fact in self.other_facts)
+        return lines
