@@ -1,0 +1,299 @@
+"""Issue 4 end to end on the turn service: tools and step advancement, the profile, gaps and
+resets, the budget, the rolling summary, waiting for a field, and expiry. The real langchain-aws
+client talks to the Bedrock emulator (which applies Converse's tool rules); DynamoDB is moto."""
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+
+from infra.bedrock_emulator import BedrockEmulator
+from infra.fidelity import ANSWERS, QUESTIONS
+from onboarding.agents.base import PromptLimits
+from onboarding.memory import WindowPolicy, is_reset_command
+from onboarding.model import build_chat_model
+from onboarding.orchestrator import MemoryRules, OnboardingAgentOrchestrator
+from onboarding.prompts import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT
+from onboarding.settings import Settings
+from onboarding.state import ONBOARDING_ORDER, OnboardingAgentType
+from onboarding.store import ConversationStore
+from onboarding.summary import Summarizer
+from onboarding.turns import MessageOverBudgetError, TurnService
+from tests.support.clock import FakeClock
+from tests.unit.conftest import FAST_RETRIES, TABLE
+
+pytestmark = pytest.mark.unit
+
+POLICY = WindowPolicy(max_messages=8, max_tokens=2000, keep_messages=4, keep_tokens=1000)
+
+
+class Harness:
+    """A turn service on a clock the test moves, with a small window so folds happen soon."""
+
+    def __init__(self, store: ConversationStore, llm: BaseChatModel, clock: FakeClock, budget: int = 12_000) -> None:
+        self.clock = clock
+        self.store = store
+        now: Callable[[], datetime] = lambda: datetime.fromtimestamp(clock.now, UTC)  # noqa: E731
+        rules = MemoryRules(30 * 60, partial(is_reset_command, keywords=("start over", "reset")), now)
+        limits = PromptLimits(token_budget=budget, system_allowance=min(5000, budget // 2))
+        self.service = TurnService(
+            OnboardingAgentOrchestrator(store, llm, 60, limits, rules),
+            store,
+            32 * 1024,
+            retry_policy=FAST_RETRIES,
+            summarizer=Summarizer(llm, store, POLICY, max_tokens=800),
+            rules=rules,
+            limits=limits,
+        )
+
+    async def say(self, text: str, user_id: str = "u", client_id: str | None = None) -> str:
+        self.clock.now += 5
+        turn = await self.service.start_turn(user_id, text, client_id)
+        result = await turn.collect()
+        await turn.fold_summary()
+        return result.reply
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(datetime.now(UTC).timestamp())
+
+
+@pytest.fixture
+def harness(dynamodb: Any, llm: BaseChatModel, clock: FakeClock) -> Harness:
+    return Harness(ConversationStore(dynamodb, TABLE, clock=clock), llm, clock)
+
+
+def _answer(reply: str) -> str | None:
+    """What the scripted client says to the coach's question in `reply`."""
+    for question, key in QUESTIONS.items():
+        if question in reply:
+            return ANSWERS[key]
+    return None
+
+
+def _coach_requests(emulator: BedrockEmulator, since: int = 0) -> list[Any]:
+    return [r for r in emulator.requests[since:] if not r.system_text.startswith(SUMMARY_SYSTEM_PROMPT[:20])]
+
+
+async def _onboard(harness: Harness, until: OnboardingAgentType | None = None) -> list[str]:
+    replies = [await harness.say("Hi! My name is Alexandra")]
+    for _ in range(60):
+        state = harness.store.load_turn_context("u", 0).state
+        if state.onboarding_complete or state.current_agent == until:
+            break
+        answer = _answer(replies[-1])
+        assert answer is not None, replies[-1]
+        replies.append(await harness.say(answer))
+    return replies
+
+
+async def test_tools_save_each_step_and_the_orchestrator_advances_to_completion(
+    harness: Harness, emulator: BedrockEmulator
+) -> None:
+    replies = await _onboard(harness)
+    loaded = harness.store.load_turn_context("u", 60)
+    state = loaded.state
+    assert state.onboarding_complete
+    for step in ONBOARDING_ORDER:
+        saved = state.agent_context[step.value]
+        assert "completed_at" in saved
+        assert {f.key for f in STEP_PROMPTS[step].fields} <= set(saved)
+    assert state.agent_context["scheduling"]["timezone"] == "Europe/Lisbon"
+    assert "onboarding is complete" in replies[-1].lower()
+    # Tool calls and results are stored and go back to the model in Converse's form.
+    assert any(m.tool_calls for m in loaded.messages)
+    assert any(m.role == "tool" for m in loaded.messages)
+    await harness.say("What was my plan again?")
+    last = _coach_requests(emulator)[-1].body
+    blocks = [block for message in last["messages"] for block in message["content"]]
+    assert any("toolUse" in block for block in blocks)
+    assert any("toolResult" in block for block in blocks)
+    assert "Onboarding is complete" in _coach_requests(emulator)[-1].system_text
+
+
+async def test_the_profile_outlives_conversations_and_the_preferred_name_wins(
+    harness: Harness, emulator: BedrockEmulator
+) -> None:
+    await harness.say("Hi! My name is Alexandra")
+    await harness.say("Please call me Alex")
+    profile = harness.store.load_turn_context("u", 0).profile
+    assert (profile.name, profile.preferred_name) == ("Alexandra", "Alex")
+    harness.clock.now += 31 * 60  # a new conversation: the window starts empty, the profile stays
+    since = len(emulator.requests)
+    await harness.say("Morning!")
+    request = _coach_requests(emulator, since)[0]
+    assert "Address the client as Alex." in request.system_text
+    assert "- Name: Alexandra" in request.system_text
+    assert [t.text for t in request.conversation] == ["Morning!"]
+
+
+async def test_after_a_gap_the_window_starts_fresh_but_answers_stay_known(
+    harness: Harness, emulator: BedrockEmulator
+) -> None:
+    replies = await _onboard(harness, until=OnboardingAgentType.GOAL_SETTING)
+    harness.clock.now += 29 * 60  # within the gap: same conversation
+    since = len(emulator.requests)
+    await harness.say("still there?")
+    assert len(_coach_requests(emulator, since)[0].conversation) > 1
+    harness.clock.now += 31 * 60
+    since = len(emulator.requests)
+    reply = await harness.say("I'm back")
+    request = _coach_requests(emulator, since)[0]
+    assert [t.text for t in request.conversation] == ["I'm back"]
+    assert "fitness_assessment.limitations: I have a left knee injury" in request.system_text
+    assert "How would you describe your current fitness level" not in reply  # never re-asked
+    assert replies
+
+
+async def test_a_reset_keyword_starts_over_says_so_and_keeps_the_profile(
+    harness: Harness, emulator: BedrockEmulator
+) -> None:
+    await harness.say("Hi! My name is Alexandra")
+    await harness.say("beginner")
+    since = len(emulator.requests)
+    reply = await harness.say("Start over!")
+    assert "fresh conversation" in reply
+    assert _coach_requests(emulator, since) == []  # said by us; the model is not asked to coach
+    # ... and the old conversation is folded into the summary right after.
+    summary = harness.store.load_turn_context("u", 0).summary
+    assert summary is not None
+    assert "My name is Alexandra" in summary.text
+    since = len(emulator.requests)
+    await harness.say("ok, hello again")
+    request = _coach_requests(emulator, since)[0]
+    assert [t.text for t in request.conversation] == ["ok, hello again"]
+    assert "- Name: Alexandra" in request.system_text
+    assert "fitness_assessment.fitness_level: beginner" in request.system_text
+
+
+async def test_a_message_over_the_budget_is_refused_and_nothing_is_stored(
+    dynamodb: Any, llm: BaseChatModel, clock: FakeClock
+) -> None:
+    harness = Harness(ConversationStore(dynamodb, TABLE, clock=clock), llm, clock, budget=2000)
+    with pytest.raises(MessageOverBudgetError, match="too long"):
+        await harness.say("word " * 1500)
+    assert harness.store.load_turn_context("u", 10).messages == ()
+
+
+async def test_the_budget_drops_the_oldest_whole_messages_first(
+    dynamodb: Any, llm: BaseChatModel, clock: FakeClock, emulator: BedrockEmulator
+) -> None:
+    harness = Harness(ConversationStore(dynamodb, TABLE, clock=clock), llm, clock, budget=2600)
+    texts = [f"note {i}: " + "lorem ipsum " * 150 for i in range(6)]
+    for text in texts:
+        await harness.service.start_turn("u", text)  # stored, not answered: history grows
+    since = len(emulator.requests)
+    await harness.say("hello")
+    request = _coach_requests(emulator, since)[0]
+    sent = [t.text for t in request.conversation]
+    user_blocks = [text for text in texts if text in sent[0]]
+    assert user_blocks
+    assert user_blocks[-1] == texts[-1]  # the newest kept, whole
+    assert texts[0] not in sent[0]  # the oldest dropped
+
+
+async def test_the_summary_is_folded_after_the_reply_and_carried_by_the_system_prompt(
+    harness: Harness, emulator: BedrockEmulator
+) -> None:
+    await harness.say("Hi! My name is Alexandra and I love rowing")
+    for index in range(8):
+        harness.clock.now += 5
+        turn = await harness.service.start_turn("u", f"small talk number {index}")
+        summaries_before = len(emulator.requests) - len(_coach_requests(emulator))
+        async for _ in turn:
+            # The first token never waits for a fold: no summary request while the reply streams.
+            assert len(emulator.requests) - len(_coach_requests(emulator)) == summaries_before
+        await turn.fold_summary()
+    summary = harness.store.load_turn_context("u", 0).summary
+    assert summary is not None
+    assert "I love rowing" in summary.text
+    since = len(emulator.requests)
+    await harness.say("what do you know about me?")
+    request = _coach_requests(emulator, since)[0]
+    assert "Summary of the earlier conversation:" in request.system_text
+    assert "I love rowing" in request.system_text
+    assert all("I love rowing" not in t.text for t in request.conversation)  # summarised, not repeated
+
+
+async def test_a_failed_fold_loses_nothing_and_the_next_turn_folds_again(
+    dynamodb: Any, llm: BaseChatModel, clock: FakeClock, settings: Settings
+) -> None:
+    store = ConversationStore(dynamodb, TABLE, clock=clock)
+    broken = Harness(store, llm, clock)
+    # A summarizer whose every call is refused (Bedrock rejects a blank model id).
+    failing = build_chat_model(settings.model_copy(update={"model_id": " "}))
+    broken.service._deps = replace(broken.service._deps, summarizer=Summarizer(failing, store, POLICY, 800))
+    await broken.say("Hi! I love rowing")
+    for index in range(8):
+        await broken.say(f"small talk number {index}")
+    loaded = store.load_turn_context("u", 60)
+    assert loaded.summary is None
+    assert "Hi! I love rowing" in [m.content for m in loaded.messages]  # nothing lost
+    await Harness(store, llm, clock).say("and now?")
+    summary = store.load_turn_context("u", 0).summary
+    assert summary is not None
+    assert "I love rowing" in summary.text
+
+
+async def test_waiting_for_a_field_survives_channels_and_re_asks_are_bounded(
+    harness: Harness, store: ConversationStore
+) -> None:
+    reply = await harness.say("Hi! My name is Alexandra")
+    assert _answer(reply) == ANSWERS["fitness_level"]
+    await harness.say(ANSWERS["fitness_level"])
+    await harness.say("not sure, let me check")  # current_activity: the coach waits for it
+    state = harness.store.load_turn_context("u", 0).state
+    assert state.waiting_for is not None
+    assert state.waiting_for.field == "current_activity"
+    # The next message arrives by SMS (a MessageSid-keyed turn of the same user): it fills the field.
+    await harness.say("I swim twice a week", client_id="SM" + "0" * 32)
+    state = harness.store.load_turn_context("u", 0).state
+    assert state.waiting_for is None
+    assert state.agent_context["fitness_assessment"]["current_activity"] == "I swim twice a week"
+    await harness.say("no idea")  # limitations: asked again once
+    await harness.say("I don't know")  # twice: the bound (MAX_ASKS)
+    assert harness.store.load_turn_context("u", 0).state.waiting_for is not None
+    await harness.say("still no idea, sorry")  # one more would be a third: the coach gives up on it
+    state = harness.store.load_turn_context("u", 0).state
+    assert state.waiting_for is None
+    assert "fitness_assessment.limitations" in state.skipped
+
+
+async def test_messages_expire_and_reads_ignore_them_before_dynamodb_does(dynamodb: Any, clock: FakeClock) -> None:
+    store = ConversationStore(dynamodb, TABLE, clock=clock, message_ttl_s=3600)
+    old = store.append_message("u", "user", "old news")
+    clock.now += 1800
+    store.append_message("u", "user", "fresh")
+    item = dynamodb.get_item(
+        TableName=TABLE, Key={"pk": {"S": "USER#u"}, "sk": {"S": "MSG#" + old.message_id.replace("-", "#")}}
+    )["Item"]
+    assert int(item["expires_at"]["N"]) == int(old.created_at.timestamp()) + 3600
+    clock.now += 1900  # the first has expired; DynamoDB has not removed it yet
+    assert [m.content for m in store.load_turn_context("u", 10).messages] == ["fresh"]
+    assert [m.content for m in store.history_page("u").messages] == ["fresh"]
+
+
+async def test_the_summary_store_keeps_the_fold_that_covers_more(store: ConversationStore) -> None:
+    from onboarding.store import ConversationSummary
+
+    assert store.save_summary("u", ConversationSummary("newer", "0000000000002-aaaaaaaaaaaa"))
+    assert not store.save_summary("u", ConversationSummary("older", "0000000000001-aaaaaaaaaaaa"))
+    summary = store.load_turn_context("u", 0).summary
+    assert summary is not None
+    assert summary.text == "newer"
+
+
+def test_tool_results_are_json_the_model_can_read() -> None:
+    from onboarding.profile import UserProfile
+    from onboarding.state import OnboardingState
+    from onboarding.tools import TurnMemory
+
+    memory = TurnMemory(OnboardingAgentType.SCHEDULING, OnboardingState(current_agent="scheduling"), UserProfile())
+    assert json.loads(memory.save_answers({"timezone": "UTC"}, step_complete=True))["still_missing"]
+    assert "error" in json.loads(memory.ask_for("no_such_field"))
