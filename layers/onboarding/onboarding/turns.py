@@ -11,8 +11,10 @@ from onboarding.agents.base import PromptLimits
 from onboarding.memory import OverBudgetError, conversation_start
 from onboarding.metrics import count_metric
 from onboarding.orchestrator import MemoryRules, OnboardingAgentOrchestrator, PreparedTurn
+from onboarding.profile import UserProfile
 from onboarding.prompts import RESET_REPLY_WITH_STEP, STEP_PROMPTS
 from onboarding.resilience import CircuitBreaker, RetryPolicy, open_stream
+from onboarding.state import OnboardingState
 from onboarding.store import (
     CLIENT_ID_PATTERN,
     ClientIdConflictError,
@@ -195,7 +197,11 @@ class Turn:
         )
 
     async def _store_reply(
-        self, agent: BaseOnboardingAgent, state: object = None, profile: object = None, streamed: str | None = None
+        self,
+        agent: BaseOnboardingAgent,
+        state: OnboardingState | None = None,
+        profile: UserProfile | None = None,
+        streamed: str | None = None,
     ) -> None:
         produced = agent.produced
         reply = streamed if streamed is not None else "".join(m.content for m in produced if m.role == "assistant")
@@ -211,8 +217,8 @@ class Turn:
             agent.context.user_id,
             produced,
             self._client_message_id,
-            state,  # type: ignore[arg-type]
-            profile,  # type: ignore[arg-type]
+            state,
+            profile,
         )
         earlier_won = len(stored) != len(produced) or any(
             m.content != p.content or m.role != p.role for m, p in zip(stored, produced, strict=True)
