@@ -60,3 +60,31 @@ def test_resilience_and_rate_limit_settings_reach_the_turn_service() -> None:
     variables = load_template()["Globals"]["Function"]["Environment"]["Variables"]
     assert variables["RATE_LIMIT_MESSAGES"] == {"Ref": "RateLimitMessages"}
     assert variables["RATE_LIMIT_WINDOW_S"] == {"Ref": "RateLimitWindowSeconds"}
+
+
+def test_memory_settings_from_the_environment() -> None:
+    settings = Settings.from_env(
+        {
+            "TABLE_NAME": "t-1",
+            "TOKEN_BUDGET": "20000",
+            "CONVERSATION_GAP_S": "600",
+            "RESET_KEYWORDS": "start over, begin again ,,",
+            "MESSAGE_TTL_DAYS": "0",
+        }
+    )
+    assert settings.token_budget == 20_000
+    assert settings.conversation_gap_s == 600
+    assert settings.reset_keywords == ("start over", "begin again")
+    assert settings.message_ttl_days == 0
+
+
+def test_a_budget_that_cannot_hold_the_window_fails_loudly() -> None:
+    with pytest.raises(ValidationError, match="TOKEN_BUDGET must exceed"):
+        Settings.from_env({"TABLE_NAME": "t-1", "TOKEN_BUDGET": "9000", "WINDOW_MAX_TOKENS": "4000"})
+
+
+def test_message_expiry_reaches_the_store() -> None:
+    from onboarding.store_factory import build_store
+
+    assert build_store(Settings(table_name="t-1", message_ttl_days=2))._message_ttl_s == 2 * 24 * 3600
+    assert build_store(Settings(table_name="t-1", message_ttl_days=0))._message_ttl_s is None
