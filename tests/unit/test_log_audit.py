@@ -43,3 +43,11 @@ def test_an_ordinary_log_line_passes() -> None:
         message="Model stream failed", chunks_received=3, reason="EventStreamError", entry_keys=["content", "role"]
     )
     assert problems_in(text, record, said=["my knee clicks"]) == []
+
+
+def test_a_text_that_only_matches_the_lambda_envelope_is_not_reported() -> None:
+    """A fuzzed message like "000000" occurs in the local function ARN by coincidence."""
+    text, record = line(message="Turn completed", function_arn="arn:aws:lambda:us-east-1:000000000000:function:F")
+    assert problems_in(text, record, said=["000000"]) == []
+    text, record = line(message="Turn completed", correlation_id="000000")
+    assert "a user's message text" in problems_in(text, record, said=["000000"])
