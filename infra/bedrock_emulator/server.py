@@ -63,6 +63,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Silence per-request logging (it would print message text)."""
 
     def do_POST(self) -> None:
+        started = time.monotonic()
         body_bytes = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         route = _ROUTE.match(self.path.split("?", 1)[0])
         if route is None:
@@ -78,6 +79,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         request = RecordedRequest(model_id, operation, body)
         self.server.emulator.record(request)
+        try:
+            self._answer(request, model_id, operation, body)
+        finally:
+            # How long the "model" took, request read to last byte sent (benchmarks subtract it).
+            self.server.emulator.record_duration(time.monotonic() - started)
+
+    def _answer(self, request: "RecordedRequest", model_id: str, operation: str, body: dict[str, Any]) -> None:
         try:
             validate_converse_request(model_id, body)
         except ConverseValidationError as error:
@@ -220,6 +228,7 @@ class BedrockEmulator:
         self.chunk_delay_s = chunk_delay_s
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
+        self._durations: list[float] = []
         self._faults: deque[Fault] = deque()
         self._server = _EmulatorHTTPServer((host, port), self)
         self._thread = threading.Thread(target=self._server.serve_forever, name="bedrock-emulator", daemon=True)
@@ -239,6 +248,22 @@ class BedrockEmulator:
     def last_body(self) -> dict[str, Any]:
         with self._lock:
             return self._requests[-1].body if self._requests else {}
+
+    @property
+    def model_seconds(self) -> float:
+        """Total time spent answering requests so far (a turn's share is the difference)."""
+        with self._lock:
+            return sum(self._durations)
+
+    @property
+    def answered(self) -> int:
+        """Requests whose answer is complete (their time is in `model_seconds`)."""
+        with self._lock:
+            return len(self._durations)
+
+    def record_duration(self, seconds: float) -> None:
+        with self._lock:
+            self._durations.append(seconds)
 
     def record(self, request: RecordedRequest) -> None:
         with self._lock:

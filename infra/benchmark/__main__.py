@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from infra.benchmark.store_io import measure_turn_costs
+from infra.benchmark.turn_overhead import measure_turn_overhead
 from infra.benchmark.webhook_ack import measure_webhook_ack
 from infra.local_stack import SAMPLE_WEBHOOK_URL, LocalStack
 
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     histories = [20, 200] if args.quick else [20, 1_000, 10_000]
     samples, posts, cold_samples = (5, 20, 1) if args.quick else (50, 1_000, 10)
+    overhead_samples = 5 if args.quick else 50
 
     with LocalStack() as stack:
         # The table's later sections fill it with long histories. moto copies a whole table for every
@@ -59,6 +61,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"{cost.history:>8} {cost.reads:>6} {cost.writes:>7} {cost.items_read:>11} {cost.bytes_read:>11} "
                 f"{cost.context_p50_ms:>15.2f} {cost.context_p95_ms:>8.2f}"
             )
+        overhead = measure_turn_overhead(stack.bedrock, overhead_samples)
+    print(
+        f"\nPer-turn overhead outside the model, median of {overhead.samples} turns: "
+        f"turn {overhead.turn_p50_ms:.1f} ms, "
+        f"model {overhead.model_p50_ms:.1f} ms, overhead {overhead.overhead_p50_ms:.1f} ms; "
+        f"bare DynamoDB calls {overhead.bare_p50_ms:.1f} ms; ratio {overhead.ratio:.2f}x (goal <= 1.25x)"
+    )
     print(
         f"\nSMS webhook acknowledgement, warm, {posts} signed posts: "
         f"p50 {ack['p50_ms']:.1f} ms, p99 {ack['p99_ms']:.1f} ms, max {ack['max_ms']:.1f} ms"

@@ -6,6 +6,7 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -52,14 +53,16 @@ class TableTraffic:
 def seed_history(settings: Settings, user_id: str, count: int) -> None:
     """`count` alternating messages for `user_id`, written straight to the table in batches."""
     client = boto3.client("dynamodb", region_name=settings.region)
-    start_ms = 1_700_000_000_000
+    # Written a minute ago, a millisecond apart: within the conversation gap, so the turn's window is
+    # built from this history (an older one would start a new conversation and show an empty window).
+    start_ms = int(time.time() * 1000) - 60_000 - count
     items = [
         {
             "pk": {"S": f"{USER_PREFIX}{user_id}"},
             "sk": {"S": f"{MESSAGE_PREFIX}{start_ms + i:013d}#{i:012x}"},
             "role": {"S": "user" if i % 2 == 0 else "assistant"},
             "content": {"S": f"history message number {i}, about as long as a short chat line"},
-            "created_at": {"S": "2023-11-14T22:13:20+00:00"},
+            "created_at": {"S": datetime.fromtimestamp((start_ms + i) / 1000, UTC).isoformat()},
         }
         for i in range(count)
     ]

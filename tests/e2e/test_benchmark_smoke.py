@@ -30,5 +30,9 @@ def test_the_quick_benchmark_runs_and_a_turn_costs_one_read_and_two_writes() -> 
         assert (int(reads), int(writes)) == (1, 2)
         assert int(items_read) <= 63  # the newest 60 messages and the profile, state and summary items
     assert "SMS webhook acknowledgement" in out
+    overhead = re.search(r"overhead ([\d.]+) ms; bare DynamoDB calls ([\d.]+) ms; ratio ([\d.]+)x", out)
+    assert overhead is not None
+    assert float(overhead[1]) > 0
+    assert float(overhead[2]) > 0
     for function in ("ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"):
         assert re.search(rf"^{function}\s+[\d.]+ s", out, flags=re.MULTILINE)
