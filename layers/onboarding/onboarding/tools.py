@@ -8,9 +8,11 @@ call that the turn stored always matches the state that was stored with it.
 import json
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, create_model
 
 from onboarding.frozen import thaw
@@ -151,6 +153,7 @@ class TurnMemory:
             self._waiting = waiting.model_copy(update={"attempts": waiting.attempts + 1})
 
 
+@cache  # a step's schemas never change; building pydantic models each turn cost milliseconds
 def _save_schema(step: OnboardingAgentType) -> type[BaseModel]:
     fields: dict[str, Any] = {
         f.key: (str | None, Field(default=None, description=f.question)) for f in STEP_PROMPTS[step].fields
@@ -180,8 +183,6 @@ def build_tools(memory: TurnMemory) -> list[BaseTool]:
     )
     if memory.state.onboarding_complete:
         return [remember]
-    keys = tuple(f.key for f in STEP_PROMPTS[step].fields)
-    ask_schema = create_model("AskFor", field=(Literal[keys], Field(description=TOOL_TEXTS["ask_for_field"])))  # type: ignore[arg-type]
     return [
         StructuredTool.from_function(
             func=lambda step_complete=False, **answers: memory.save_answers(answers, step_complete),
@@ -194,6 +195,21 @@ def build_tools(memory: TurnMemory) -> list[BaseTool]:
             func=lambda field: memory.ask_for(field),
             name="ask_for",
             description=TOOL_TEXTS["ask_for"],
-            args_schema=ask_schema,
+            args_schema=_ask_schema(step),
         ),
     ]
+
+
+@cache
+def _ask_schema(step: OnboardingAgentType) -> type[BaseModel]:
+    keys = tuple(f.key for f in STEP_PROMPTS[step].fields)
+    return create_model("AskFor", field=(Literal[keys], Field(description=TOOL_TEXTS["ask_for_field"])))  # type: ignore[arg-type]
+
+
+@cache
+def tool_definitions(step: OnboardingAgentType, onboarding_complete: bool) -> tuple[dict[str, Any], ...]:
+    """What the model is told about a step's tools, converted once per step (LangChain's conversion
+    of a tool to its JSON schema was the largest CPU cost of a turn). `build_tools` gives the
+    callables that run them for one turn."""
+    state = OnboardingState(current_agent=step, completed_at=datetime.now(UTC) if onboarding_complete else None)
+    return tuple(convert_to_openai_tool(tool) for tool in build_tools(TurnMemory(step, state, UserProfile())))

@@ -16,7 +16,7 @@ from onboarding.prompts import MemoryView, render_system_prompt
 from onboarding.state import OnboardingAgentType
 from onboarding.store import NewMessage, ToolCall
 from onboarding.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
-from onboarding.tools import TurnMemory, build_tools
+from onboarding.tools import TurnMemory, build_tools, tool_definitions
 
 logger = Logger(child=True)
 
@@ -156,9 +156,9 @@ class BaseOnboardingAgent(ABC):
         with its reply (at most `max_tool_rounds` rounds). What the turn produced is in `produced`.
         """
         messages = self._build_messages(message)
-        tools = build_tools(self.memory)
-        by_name = {tool.name: tool for tool in tools}
-        model = self.llm.bind_tools(tools)
+        by_name = {tool.name: tool for tool in build_tools(self.memory)}
+        definitions = tool_definitions(self.agent_type, self.context.completed_at is not None)
+        model = self.llm.bind_tools(list(definitions))
         said = ""
         for round_number in range(self.limits.max_tool_rounds + 1):
             gathered: AIMessageChunk | None = None
