@@ -159,6 +159,8 @@ class _Handler(BaseHTTPRequestHandler):
                 if delay:
                     time.sleep(delay)
             self._send(encode_event(event_type, payload))
+            if deltas == 1 and event_type == "contentBlockDelta" and "text" in payload["delta"]:
+                self.server.emulator.record_first_token(time.monotonic())
         self._send(encode_event("messageStop", {"stopReason": _stop_reason(reply)}))
         latency_ms = int((time.monotonic() - started) * 1000)
         self._send(encode_event("metadata", {"usage": _usage(reply, body), "metrics": {"latencyMs": latency_ms}}))
@@ -229,6 +231,7 @@ class BedrockEmulator:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._durations: list[float] = []
+        self._first_tokens: list[float] = []
         self._faults: deque[Fault] = deque()
         self._server = _EmulatorHTTPServer((host, port), self)
         self._thread = threading.Thread(target=self._server.serve_forever, name="bedrock-emulator", daemon=True)
@@ -254,6 +257,16 @@ class BedrockEmulator:
         """Total time spent answering requests so far (a turn's share is the difference)."""
         with self._lock:
             return sum(self._durations)
+
+    @property
+    def first_tokens(self) -> list[float]:
+        """`time.monotonic()` when each streamed reply that began with text sent its first token."""
+        with self._lock:
+            return list(self._first_tokens)
+
+    def record_first_token(self, at: float) -> None:
+        with self._lock:
+            self._first_tokens.append(at)
 
     @property
     def answered(self) -> int:

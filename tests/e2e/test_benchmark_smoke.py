@@ -34,5 +34,8 @@ def test_the_quick_benchmark_runs_and_a_turn_costs_one_read_and_two_writes() -> 
     assert overhead is not None
     assert float(overhead[1]) > 0
     assert float(overhead[2]) > 0
+    first = re.search(r"client ([\d.]+) ms after sending; ([\d.]+) ms after the model's first token", out)
+    assert first is not None
+    assert float(first[1]) >= float(first[2]) > 0  # the client cannot get the token before the model sends it
     for function in ("ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"):
         assert re.search(rf"^{function}\s+[\d.]+ s", out, flags=re.MULTILINE)
