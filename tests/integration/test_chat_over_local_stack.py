@@ -99,7 +99,8 @@ def test_the_table_is_reached_only_through_the_standard_variable(local_stack: Lo
 
 
 def test_concurrent_turns_for_one_user_lose_nothing(local_stack: LocalStack, user_id: str) -> None:
-    """Twenty turns at once for the same user: forty messages stored, none overwritten."""
+    """Twenty turns at once for the same user: twenty messages and twenty replies stored (plus the
+    tool calls a turn made when its message read as an answer), none overwritten."""
     errors: list[BaseException] = []
 
     def one_turn(index: int) -> None:
@@ -116,8 +117,12 @@ def test_concurrent_turns_for_one_user_lose_nothing(local_stack: LocalStack, use
     assert errors == []
     stored = build_store(Settings.from_env()).load_turn_context(user_id, message_limit=100).messages
     assert sorted(m.content for m in stored if m.role == "user") == sorted(f"message {i}" for i in range(20))
-    assert sum(m.role == "assistant" for m in stored) == 20
-    assert len({m.message_id for m in stored}) == 40
+    assert sum(m.role == "assistant" and not m.tool_calls for m in stored) == 20
+    calls = [call.call_id for m in stored for call in m.tool_calls]
+    results = [m.tool_call_id or "" for m in stored if m.role == "tool"]
+    assert sorted(calls) == sorted(results)  # every call answered
+    tool_bookkeeping = sum(1 for m in stored if m.tool_calls) + len(results)
+    assert len({m.message_id for m in stored}) == len(stored) == 40 + tool_bookkeeping
 
 
 def test_the_table_survives_a_restart(tmp_path: Path) -> None:
