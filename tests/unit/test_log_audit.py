@@ -51,3 +51,8 @@ def test_a_text_that_only_matches_the_lambda_envelope_is_not_reported() -> None:
     assert problems_in(text, record, said=["000000"]) == []
     text, record = line(message="Turn completed", correlation_id="000000")
     assert "a user's message text" in problems_in(text, record, said=["000000"])
+
+
+def test_a_text_inside_our_own_literal_message_or_a_key_is_not_reported() -> None:
+    text, record = line(message="Turn completed", correlation_id="fuzz", reply_chars=148)
+    assert problems_in(text, record, said=["urn com", '"fuzz"', "reply_ch"]) == []
