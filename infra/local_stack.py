@@ -44,12 +44,44 @@ SMS_QUEUE_NAME = "onboarding-sms-local.fifo"
 SAMPLE_WEBHOOK_URL = "https://abc123.execute-api.us-east-1.amazonaws.com/v1/sms"
 TWILIO_AUTH_TOKEN_PARAMETER = "/onboarding-memory/twilio-auth-token"  # noqa: S105 - a parameter name
 LOCAL_REGION = "us-east-1"
+# Region and dummy credentials for the local servers; no real AWS credentials are involved.
+LOCAL_AWS_ENVIRONMENT = {
+    "AWS_REGION": LOCAL_REGION,
+    "AWS_DEFAULT_REGION": LOCAL_REGION,
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_SESSION_TOKEN": "local",
+}
 
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
+
+
+def wait_until_listening(process: "subprocess.Popen[bytes]", host: str, port: int, timeout_s: float) -> None:
+    """Return once a child server accepts connections; RuntimeError if it exits or never does."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"exited with code {process.returncode}")
+        try:
+            with socket.create_connection((host, port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"did not start within {timeout_s} s")
+
+
+def end_child(process: "subprocess.Popen[bytes]") -> None:
+    """Stop a child server: politely, then for good if it does not end within 10 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 class LocalDynamoDB:
@@ -75,25 +107,16 @@ class LocalDynamoDB:
             # saved from the running server before we stop it.
             start_new_session=True,
         )
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"the local DynamoDB server exited with code {self._process.returncode}")
-            try:
-                with socket.create_connection((self.host, self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"the local DynamoDB server did not start within {timeout_s} s")
+        try:
+            wait_until_listening(self._process, self.host, self.port, timeout_s)
+        except RuntimeError as error:
+            self.stop()
+            raise RuntimeError(f"the local DynamoDB server {error}") from None
+        return self
 
     def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
+        if self._process is not None:
+            end_child(self._process)
         self._process = None
 
 
@@ -134,11 +157,7 @@ class LocalStack:
         return {
             "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb.url,
             "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": self.bedrock.url,
-            "AWS_REGION": LOCAL_REGION,
-            "AWS_DEFAULT_REGION": LOCAL_REGION,
-            "AWS_ACCESS_KEY_ID": "local",
-            "AWS_SECRET_ACCESS_KEY": "local",
-            "AWS_SESSION_TOKEN": "local",
+            **LOCAL_AWS_ENVIRONMENT,
             "TABLE_NAME": self.table_name,
             "AWS_ENDPOINT_URL_SQS": self.dynamodb.url,
             "AWS_ENDPOINT_URL_SSM": self.dynamodb.url,

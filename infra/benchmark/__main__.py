@@ -9,20 +9,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+from infra.benchmark.dynalite import LocalDynalite
 from infra.benchmark.first_token import measure_first_token
+from infra.benchmark.plots import write_figures, write_latency_plot, write_store_growth_plot
+from infra.benchmark.store_growth import Growth, measure_store_growth
 from infra.benchmark.store_io import measure_turn_costs
 from infra.benchmark.turn_overhead import measure_turn_overhead
 from infra.benchmark.webhook_ack import measure_webhook_ack
-from infra.local_stack import LocalStack
+from infra.local_stack import LocalDynamoDB, LocalStack
 
 ROOT = Path(__file__).parents[2]
 FUNCTIONS = ["ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"]
 
 
-def cold_starts(environment: dict[str, str], samples: int) -> dict[str, list[float]]:
-    """Seconds of `samples` fresh processes per function: import, clients, first call."""
+def cold_starts(environment: dict[str, str], samples: int) -> dict[str, list[dict[str, float]]]:
+    """Seconds of `samples` fresh processes per function: in all, init (import + clients), first call."""
     env = {**os.environ, **environment}
-    results: dict[str, list[float]] = {name: [] for name in FUNCTIONS}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in FUNCTIONS}
     for _ in range(samples):
         for name in FUNCTIONS:  # interleaved, so machine noise spreads over all functions alike
             output = subprocess.run(  # noqa: S603 - our own interpreter and module
@@ -34,17 +37,26 @@ def cold_starts(environment: dict[str, str], samples: int) -> dict[str, list[flo
                 timeout=120,
                 check=True,
             ).stdout
-            results[name].append(json.loads(output.strip().splitlines()[-1])["seconds"])
+            phases = json.loads(output.strip().splitlines()[-1])
+            results[name].append({key: phases[key] for key in ("seconds", "init_seconds", "first_call_seconds")})
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="the smoke version CI runs: small sizes, few samples")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="where the PNG plots and figures.json go (default: docs/ for a full run, none for --quick)",
+    )
     args = parser.parse_args(argv)
+    out = args.out or (None if args.quick else ROOT / "docs")
     histories = [20, 200] if args.quick else [20, 1_000, 10_000]
+    growth_histories = [20, 200, 500] if args.quick else [20, 100, 500, 1_000, 2_000, 5_000, 10_000]
     samples, posts, cold_samples = (5, 20, 1) if args.quick else (50, 1_000, 10)
     overhead_samples = 5 if args.quick else 50
+    growth_samples = 3 if args.quick else 20
 
     with LocalStack() as stack:
         # The table's later sections fill it with long histories. moto copies a whole table for every
@@ -67,11 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     # section's texts while it is being timed).
     with LocalStack(api_port=0) as api_stack:
         first = measure_first_token(api_stack, overhead_samples)
+    replayed = ", ".join(f"{count} {name}" for name, count in overhead.requests_per_turn.items())
     print(
         f"\nPer-turn overhead outside the model, median of {overhead.samples} turns: "
         f"turn {overhead.turn_p50_ms:.1f} ms, "
         f"model {overhead.model_p50_ms:.1f} ms, overhead {overhead.overhead_p50_ms:.1f} ms; "
-        f"bare DynamoDB calls {overhead.bare_p50_ms:.1f} ms; ratio {overhead.ratio:.2f}x (goal <= 1.25x)"
+        f"bare DynamoDB calls {overhead.bare_p50_ms:.1f} ms; ratio {overhead.ratio:.2f}x (goal <= 1.25x); "
+        f"the turn's requests, replayed bare: {replayed}"
     )
     print(
         f"\nFirst token over SSE (local gateway), median of {first.samples} turns: client {first.client_p50_ms:.1f} ms "
@@ -80,12 +94,68 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"\nSMS webhook acknowledgement, warm, {posts} signed posts: "
-        f"p50 {ack['p50_ms']:.1f} ms, p99 {ack['p99_ms']:.1f} ms, max {ack['max_ms']:.1f} ms"
+        f"p50 {ack.p50_ms:.1f} ms, p99 {ack.p99_ms:.1f} ms, max {ack.max_ms:.1f} ms (goal: p99 <= 300 ms)"
     )
     print(f"\nCold start (fresh process: import + clients + first call), median of {cold_samples}")
-    for name, seconds in colds.items():
-        print(f"{name:<20} {statistics.median(seconds):.2f} s (min {min(seconds):.2f}, max {max(seconds):.2f})")
+    for name, runs in colds.items():
+        seconds = [run["seconds"] for run in runs]
+        init = statistics.median(run["init_seconds"] for run in runs)
+        first_call = statistics.median(run["first_call_seconds"] for run in runs)
+        print(
+            f"{name:<20} {statistics.median(seconds):.2f} s (min {min(seconds):.2f}, max {max(seconds):.2f}); "
+            f"init {init:.2f} s, first call {first_call:.2f} s"
+        )
+    growths = store_growths(growth_histories, growth_samples)
+    for growth in growths:
+        print_growth(growth)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_store_growth_plot(growths, out / "benchmark-store-growth.png")
+        cold_seconds = {name: [run["seconds"] for run in runs] for name, runs in colds.items()}
+        write_latency_plot(ack.timings_ms, cold_seconds, out / "benchmark-latency.png")
+        figures = {"store_growth": growths, "overhead": overhead, "first_token": first, "cold_start_s": colds}
+        figures["webhook_ack"] = {"p50_ms": ack.p50_ms, "p99_ms": ack.p99_ms, "max_ms": ack.max_ms, "posts": posts}
+        write_figures(figures, out / "benchmark.json")
+        print(f"\nWrote benchmark-store-growth.png, benchmark-latency.png and benchmark.json to {out.name}/")
     return 0
+
+
+def store_growths(histories: list[int], samples: int) -> list[Growth]:
+    """Both stores on moto's server and on dynalite, each server fresh, so its table holds only this."""
+    dynamodb = LocalDynamoDB().start()
+    try:
+        on_moto = measure_store_growth("moto server", dynamodb.url, histories, samples)
+    finally:
+        dynamodb.stop()
+    with LocalDynalite() as dynalite:
+        on_dynalite = measure_store_growth("dynalite", dynalite.url, histories, samples)
+    return [on_moto, on_dynalite]
+
+
+def print_growth(growth: Growth) -> None:
+    print(
+        f"\nStore cost per turn vs history, {growth.server} (one table for all lengths; median of turns; "
+        "context = load + build)"
+    )
+    print(
+        f"{'history':>8} | {'ours ms':>8} {'reqs':>5} {'read B':>8} {'sent B':>7} | "
+        f"{'peer ms':>8} {'reqs':>5} {'read B':>9} {'sent B':>8} | {'context p50':>11} {'p95 ms':>7}"
+    )
+    for point in growth.points:
+        ours, peer = point.ours, point.peer
+        peer_text = (
+            f"{peer.p50_ms:>8.1f} {peer.requests:>5} {peer.bytes_read:>9} {peer.bytes_sent:>8}"
+            if peer.failure is None
+            else f"{peer.failure[:44]:>33}"
+        )
+        print(
+            f"{point.history:>8} | {ours.p50_ms:>8.1f} {ours.requests:>5} {ours.bytes_read:>8} {ours.bytes_sent:>7} | "
+            f"{peer_text} | {point.context_p50_ms:>11.2f} {point.context_p95_ms:>7.2f}"
+        )
+    print(
+        f"ours at {growth.points[-1].history} vs {growth.points[0].history} messages: {growth.ours_ratio():.2f}x "
+        f"(goal <= 1.1x); the peer's item holds at most {growth.peer_limit} such messages (400 KB)"
+    )
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 
 Prints the seconds from just before the function's module is imported until its first answer to
 its sample event in events/: the module's imports, its clients, and the first handler call (for the
-API, through the ASGI app as Lambda Web Adapter calls it). The local tooling that locates the
-function and plays the adapter is imported before the clock starts, because in Lambda it is not
-there. The caller sets the local stack's environment.
+API, through the ASGI app as Lambda Web Adapter calls it); and the two phases apart: init (import
+and clients, which is what SnapStart restores from a snapshot instead of running) and first call.
+The local tooling that locates the function and plays the adapter is imported before the clock
+starts, because in Lambda it is not there. The caller sets the local stack's environment.
 """
 
 import asyncio
@@ -39,12 +40,24 @@ def main() -> None:
     sys.path.insert(0, str(code_dir))
     spec.loader.exec_module(module)
     entry = getattr(module, attribute)
+    initialized = time.perf_counter()  # Lambda's init phase ends here: what SnapStart would snapshot
     if located is not None:
         response = asyncio.run(invoke_asgi(entry, event))
     else:
         response = entry(event, LocalLambdaContext(function_name=logical_id, aws_request_id=str(uuid.uuid4())))
-    elapsed = time.perf_counter() - started
-    print(json.dumps({"function": logical_id, "seconds": elapsed, "status": response.get("statusCode")}))
+    finished = time.perf_counter()
+    print(
+        json.dumps(
+            {
+                "function": logical_id,
+                "seconds": finished - started,
+                "init_seconds": initialized - started,
+                "first_call_seconds": finished - initialized,
+                "status": response.get("statusCode"),  # an HTTP function's
+                "failed_records": len(response.get("batchItemFailures", [])),  # the queue worker's
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

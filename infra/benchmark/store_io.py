@@ -28,6 +28,7 @@ class TableTraffic:
     calls: Counter[str] = field(default_factory=Counter)
     items_read: int = 0
     bytes_read: int = 0
+    bytes_sent: int = 0
 
     def before_call(self, model: Any, **_: Any) -> None:
         self.calls[model.name] += 1
@@ -37,9 +38,12 @@ class TableTraffic:
             self.items_read += int(parsed.get("Count", 1 if "Item" in parsed else 0))
             self.bytes_read += len(http_response.content or b"")
 
+    def before_send(self, request: Any, **_: Any) -> None:
+        self.bytes_sent += len(request.body or b"")
+
     def reset(self) -> None:
         self.calls.clear()
-        self.items_read = self.bytes_read = 0
+        self.items_read = self.bytes_read = self.bytes_sent = 0
 
     @property
     def reads(self) -> int:

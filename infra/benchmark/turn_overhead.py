@@ -1,25 +1,29 @@
-"""Per-turn overhead outside the model, against the bare DynamoDB calls a turn needs.
+"""Per-turn overhead outside the model, against the bare DynamoDB calls the turn made.
 
 A turn's wall time minus the time the emulator spent answering its model calls is what our code
 adds (loading and building the context, prompts, tools, LangChain's message conversion, the
-writes). The bare calls are the same table requests made straight through boto3: the turn's
-Query (newest first, the same Limit) and its two writes of the same sizes. Both run side by side,
-alternating, on the same local server, so the ratio holds on a noisy machine. The emulator's time
-is measured on its side (request read to last byte sent): botocore's reading of the stream counts
-as overhead, which makes the ratio conservative.
+Bedrock client's signing and stream parsing, the writes). The bare calls are the very requests the
+turn sent to DynamoDB, captured from botocore as the turn made them and replayed straight through
+boto3 right after it: the same Query, and the same writes (PutItem, or TransactWriteItems when a
+tool changed the state or profile) aimed at a shadow partition so their conditions hold again.
+Both run alternately on the same local server, so the ratio holds on a noisy machine. The
+emulator's time is measured on its side (request read to last byte sent): the client's reading of
+the stream counts as overhead, which makes the ratio conservative.
 """
 
 import asyncio
+import copy
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+from botocore import xform_name
 
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.settings import Settings
-from onboarding.store import HEAD_ITEMS, MESSAGE_PREFIX, USER_PREFIX
+from onboarding.store import USER_PREFIX
 from onboarding.store_factory import build_store
 from onboarding.wiring import build_turn_service
 
@@ -33,10 +37,42 @@ class Overhead:
     model_p50_ms: float
     overhead_p50_ms: float
     bare_p50_ms: float
+    requests_per_turn: dict[str, int]
 
     @property
     def ratio(self) -> float:
         return self.overhead_p50_ms / self.bare_p50_ms
+
+
+@dataclass
+class RequestRecorder:
+    """The DynamoDB requests made on one session, as their API parameters."""
+
+    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def before_parameter_build(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        self.requests.append((model.name, copy.deepcopy(params)))
+
+
+def _shadow(node: Any, partition: str) -> Any:
+    """`node` with the user's partition key swapped for its shadow (a write lands beside the turn's)."""
+    if isinstance(node, dict):
+        return {key: _shadow(value, partition) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_shadow(value, partition) for value in node]
+    return f"{partition}-bare" if node == partition else node
+
+
+def _replay(client: Any, requests: list[tuple[str, dict[str, Any]]], partition: str) -> float:
+    """Seconds to send `requests` again straight through boto3 (writes to the shadow partition)."""
+    prepared = [
+        (getattr(client, xform_name(name)), params if name == "Query" else _shadow(params, partition))
+        for name, params in requests
+    ]
+    started = time.perf_counter()
+    for call, params in prepared:
+        call(**params)
+    return time.perf_counter() - started
 
 
 async def _turn(service: Any, emulator: BedrockEmulator, user_id: str, text: str) -> tuple[float, float]:
@@ -59,46 +95,31 @@ def _settle(emulator: BedrockEmulator) -> None:
         time.sleep(0.001)
 
 
-def _bare_calls(client: Any, table: str, user_id: str, limit: int, index: int) -> float:
-    partition = {"S": f"{USER_PREFIX}{user_id}"}
-    started = time.perf_counter()
-    client.query(
-        TableName=table,
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": partition},
-        ScanIndexForward=False,
-        Limit=limit,
-    )
-    for role, text in (("user", MESSAGE), ("assistant", MESSAGE * 3)):
-        client.put_item(
-            TableName=table,
-            Item={
-                "pk": {"S": f"{USER_PREFIX}{user_id}-bare"},
-                "sk": {"S": f"{MESSAGE_PREFIX}{time.time_ns()}#{role}{index}"},
-                "role": {"S": role},
-                "content": {"S": text},
-                "created_at": {"S": "2026-01-01T00:00:00+00:00"},
-            },
-            ConditionExpression="attribute_not_exists(sk)",
-        )
-    return time.perf_counter() - started
-
-
 def measure_turn_overhead(emulator: BedrockEmulator, samples: int) -> Overhead:
-    settings = Settings.from_env().model_copy(update={"rate_limit_messages": 0})
-    store = build_store(settings)
-    service = build_turn_service(settings, store)
-    client = boto3.client("dynamodb", region_name=settings.region)
+    recorder = RequestRecorder()
+    session = boto3.Session()
+    session.events.register("before-parameter-build.dynamodb", recorder.before_parameter_build)
+    saved_session = boto3.DEFAULT_SESSION
+    boto3.DEFAULT_SESSION = session  # the store factory builds its client on the default session
+    try:
+        settings = Settings.from_env().model_copy(update={"rate_limit_messages": 0})
+        service = build_turn_service(settings, build_store(settings))
+    finally:
+        boto3.DEFAULT_SESSION = saved_session
+    client = boto3.client("dynamodb", region_name=settings.region)  # not recorded
     user_id = f"overhead-{time.time_ns()}"
-    limit = settings.history_load_limit + len(HEAD_ITEMS)
     walls, models, bares = [], [], []
+    requests_per_turn: dict[str, int] = {}
     for index in range(samples + 2):
+        recorder.requests.clear()
         wall, model = asyncio.run(_turn(service, emulator, user_id, f"{MESSAGE} ({index})"))
-        bare = _bare_calls(client, settings.table_name, user_id, limit, index)
+        bare = _replay(client, recorder.requests, f"{USER_PREFIX}{user_id}")
         if index >= 2:  # the first turns warm up clients and imports
             walls.append(wall)
             models.append(model)
             bares.append(bare)
+            for name, _ in recorder.requests:
+                requests_per_turn[name] = requests_per_turn.get(name, 0) + 1
     overheads = [wall - model for wall, model in zip(walls, models, strict=True)]
     return Overhead(
         samples,
@@ -106,4 +127,5 @@ def measure_turn_overhead(emulator: BedrockEmulator, samples: int) -> Overhead:
         statistics.median(models) * 1000,
         statistics.median(overheads) * 1000,
         statistics.median(bares) * 1000,
+        {name: count // samples for name, count in requests_per_turn.items()},
     )

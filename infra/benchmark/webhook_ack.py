@@ -4,6 +4,7 @@ against the local stack's DynamoDB, SQS and SSM over HTTP."""
 import statistics
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -11,7 +12,15 @@ from infra.lambda_runner import invoke
 from infra.twilio_emulator import webhook_form
 
 
-def measure_webhook_ack(sign: Any, url: str, posts: int) -> dict[str, float]:
+@dataclass(frozen=True)
+class WebhookAck:
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    timings_ms: list[float]
+
+
+def measure_webhook_ack(sign: Any, url: str, posts: int) -> WebhookAck:
     """p50 / p99 / max milliseconds over `posts` distinct signed texts (after one warm-up call)."""
     timings = []
     run = uuid.uuid4().hex[:8]  # a new MessageSid every post, even across runs: none is a duplicate
@@ -33,4 +42,4 @@ def measure_webhook_ack(sign: Any, url: str, posts: int) -> dict[str, float]:
         if index:  # the first call is the cold start
             timings.append(elapsed)
     percentiles = statistics.quantiles(timings, n=100, method="inclusive") if len(timings) > 1 else timings * 99
-    return {"p50_ms": statistics.median(timings), "p99_ms": percentiles[98], "max_ms": max(timings)}
+    return WebhookAck(statistics.median(timings), percentiles[98], max(timings), timings)

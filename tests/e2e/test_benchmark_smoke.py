@@ -13,9 +13,9 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).parents[2]
 
 
-def test_the_quick_benchmark_runs_and_a_turn_costs_one_read_and_two_writes() -> None:
-    completed = subprocess.run(
-        [sys.executable, "-m", "infra.benchmark", "--quick"],
+def test_the_quick_benchmark_runs_and_a_turn_costs_one_read_and_two_writes(tmp_path: Path) -> None:
+    completed = subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "infra.benchmark", "--quick", "--out", str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -38,4 +38,18 @@ def test_the_quick_benchmark_runs_and_a_turn_costs_one_read_and_two_writes() -> 
     assert first is not None
     assert float(first[1]) >= float(first[2]) > 0  # the client cannot get the token before the model sends it
     for function in ("ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"):
-        assert re.search(rf"^{function}\s+[\d.]+ s", out, flags=re.MULTILINE)
+        assert re.search(rf"^{function}\s+[\d.]+ s .*; init [\d.]+ s, first call [\d.]+ s$", out, flags=re.MULTILINE)
+    for server in ("moto server", "dynalite"):
+        section = out.split(f"Store cost per turn vs history, {server}")[1].split("\n\n")[0]
+        growth = re.findall(
+            r"^\s+(\d+) \|\s+[\d.]+\s+(\d+)\s+(\d+)\s+\d+ \|\s+[\d.]+\s+\d+\s+(\d+)", section, re.MULTILINE
+        )
+        assert [int(row[0]) for row in growth] == [20, 200, 500], server
+        assert all(int(requests) == 3 for _, requests, _, _ in growth)  # ours: a Query and two PutItems
+        ours_read = [int(row[2]) for row in growth]
+        peer_read = [int(row[3]) for row in growth]
+        assert abs(ours_read[2] - ours_read[1]) <= ours_read[1] / 100  # a full window, whatever lies behind it
+        assert peer_read[0] < peer_read[1] < peer_read[2]  # the peer reads its whole history, twice
+        assert re.search(r"holds at most \d+ such messages", section)
+    for name in ("benchmark-store-growth.png", "benchmark-latency.png", "benchmark.json"):
+        assert (tmp_path / name).stat().st_size > 0, name

@@ -1,0 +1,88 @@
+"""The benchmark's PNG plots and its figures as JSON, written where the caller says (docs/ for a
+full run)."""
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from infra.benchmark.store_growth import Growth
+
+
+def write_store_growth_plot(growths: list[Growth], path: Path) -> None:
+    """Per server: milliseconds and bytes read per turn against history length, both stores."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(2, len(growths), figsize=(6 * len(growths), 8), squeeze=False)
+    for column, growth in enumerate(growths):
+        histories = [point.history for point in growth.points]
+        for row, (label, attribute) in enumerate(
+            (("ms per turn (median)", "p50_ms"), ("bytes read per turn", "bytes_read"))
+        ):
+            axis = axes[row][column]
+            ours = [getattr(point.ours, attribute) for point in growth.points]
+            peer = [
+                (point.history, getattr(point.peer, attribute)) for point in growth.points if point.peer.failure is None
+            ]
+            axis.plot(histories, ours, marker="o", label="ours (Query newest N + 2 PutItem)")
+            if peer:
+                axis.plot(*zip(*peer, strict=True), marker="s", label="LangChain DynamoDBChatMessageHistory")
+            axis.axvline(
+                growth.peer_limit,
+                color="tab:red",
+                linestyle="--",
+                label=f"peer fails beyond {growth.peer_limit:,} messages (400 KB item)",
+            )
+            axis.set_xscale("log")
+            axis.set_yscale("log")
+            axis.set_xlabel("messages in the user's history")
+            axis.set_ylabel(label)
+            axis.set_title(f"{growth.server}: {label}")
+            axis.grid(True, which="both", alpha=0.3)
+            axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def write_latency_plot(webhook_ms: list[float], colds: dict[str, list[float]], path: Path) -> None:
+    """The webhook's acknowledgement times as a distribution, and each function's cold starts."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    ordered = sorted(webhook_ms)
+    left.plot(ordered, [100 * (i + 1) / len(ordered) for i in range(len(ordered))])
+    left.axvline(300, color="tab:red", linestyle="--", label="goal: p99 <= 300 ms")
+    left.axhline(99, color="grey", linestyle=":", label="99th percentile")
+    left.set_xscale("log")
+    left.set_xlabel("acknowledgement, ms")
+    left.set_ylabel("% of signed posts")
+    left.set_title(f"SMS webhook acknowledgement, {len(ordered)} warm posts")
+    left.legend(fontsize=8)
+    left.grid(True, which="both", alpha=0.3)
+    names = list(colds)
+    right.boxplot([colds[name] for name in names], tick_labels=names)
+    goals = {"ApiFunction": 1.0, "SmsWebhookFunction": 0.35, "SmsWorkerFunction": 1.0}
+    for index, name in enumerate(names, start=1):
+        right.hlines(goals[name], index - 0.4, index + 0.4, colors="tab:red", linestyles="--")
+    right.set_ylabel("seconds")
+    right.set_title("cold start: import + clients + first call (red: goal)")
+    right.grid(True, axis="y", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def write_figures(figures: dict[str, Any], path: Path) -> None:
+    def plain(value: Any) -> Any:
+        if hasattr(value, "__dataclass_fields__"):
+            return asdict(value)
+        raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+    path.write_text(json.dumps(figures, indent=2, default=plain) + "\n", encoding="utf-8")
