@@ -161,16 +161,18 @@ class BaseOnboardingAgent(ABC):
         model = self.llm.bind_tools(list(definitions))
         said = ""
         for round_number in range(self.limits.max_tool_rounds + 1):
-            gathered: AIMessageChunk | None = None
+            chunks: list[AIMessageChunk] = []
             separate = bool(said) and not said[-1].isspace()
             async for chunk in model.astream(messages):
-                gathered = chunk if gathered is None else gathered + chunk  # type: ignore[assignment]
+                chunks.append(chunk)  # type: ignore[arg-type]
                 text = str(chunk.text)
                 if text:
                     if separate:
                         text, separate = " " + text, False
                     said += text
                     yield text
+            # Merged once at the end: adding each chunk to the ones before re-merges them all every time.
+            gathered = (chunks[0] + chunks[1:]) if chunks else None
             calls = list(gathered.tool_calls) if gathered is not None else []
             text = _text(gathered)
             if not calls or round_number == self.limits.max_tool_rounds:
