@@ -33,7 +33,13 @@ from onboarding.sms.intake import SmsIntake
 from onboarding.sms.messages import InboundSms, OptOut
 from onboarding.sms.queue import QueueError
 from onboarding.sms.settings import WebhookSettings
-from onboarding.sms.wiring import build_idempotency_layer, build_intake, twilio_auth_token, webhook_url
+from onboarding.sms.wiring import (
+    build_idempotency_layer,
+    build_intake,
+    build_parameters,
+    twilio_auth_token,
+    webhook_url,
+)
 from onboarding.store import StoreError
 
 logger = Logger(logger_formatter=RedactingFormatter())
@@ -138,10 +144,11 @@ def _fields(error: ValidationError) -> list[str]:
 
 def _handler_from_env() -> Handler:
     settings = WebhookSettings.from_env()
+    parameters = build_parameters()
     return make_handler(
         build_intake(Settings.from_env(), settings.queue_url),
-        lambda: twilio_auth_token(settings.twilio_auth_token_parameter),
-        webhook_url(settings),
+        lambda: twilio_auth_token(parameters, settings.twilio_auth_token_parameter),
+        webhook_url(settings, parameters),
         build_idempotency_layer(settings.idempotency_table_name),
         settings.dedupe_window_s,
     )

@@ -24,7 +24,7 @@ from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.responder import SmsResponder
 from onboarding.sms.sender import TwilioSender
 from onboarding.sms.settings import WorkerSettings
-from onboarding.sms.wiring import build_idempotency_layer, twilio_auth_token
+from onboarding.sms.wiring import build_idempotency_layer, build_parameters, twilio_auth_token
 from onboarding.store_factory import build_store
 from onboarding.wiring import build_turn_service
 
@@ -68,8 +68,11 @@ def _handler_from_env() -> Handler:
     settings = Settings.from_env()
     sms = WorkerSettings.from_env()
     store = build_store(settings)
+    parameters = build_parameters()
     sender = TwilioSender(
-        sms.twilio_account_sid, lambda: twilio_auth_token(sms.twilio_auth_token_parameter), sms.twilio_api_base_url
+        sms.twilio_account_sid,
+        lambda: twilio_auth_token(parameters, sms.twilio_auth_token_parameter),
+        sms.twilio_api_base_url,
     )
     responder = SmsResponder(build_turn_service(settings, store), store, sender)
     return make_handler(responder, build_idempotency_layer(sms.idempotency_table_name), sms.dedupe_window_s)

@@ -6,14 +6,14 @@ from moto import mock_aws
 from pydantic import ValidationError
 
 from onboarding.sms.settings import WebhookSettings, WorkerSettings
-from onboarding.sms.wiring import webhook_url
+from onboarding.sms.wiring import build_parameters, webhook_url
 
 BASE = {"SMS_QUEUE_URL": "q", "IDEMPOTENCY_TABLE_NAME": "idem", "TWILIO_AUTH_TOKEN_PARAMETER": "/token"}
 
 
 def test_the_webhook_url_may_be_given_directly() -> None:
     settings = WebhookSettings.from_env(BASE | {"TWILIO_WEBHOOK_URL": "https://example.com/sms"})
-    assert webhook_url(settings)() == "https://example.com/sms"
+    assert webhook_url(settings, build_parameters())() == "https://example.com/sms"
 
 
 def test_the_deployed_stack_gives_the_webhook_url_through_ssm(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -25,7 +25,7 @@ def test_the_deployed_stack_gives_the_webhook_url_through_ssm(monkeypatch: pytes
             Type="String",
         )
         settings = WebhookSettings.from_env(BASE | {"TWILIO_WEBHOOK_URL_PARAMETER": "/stack/twilio-webhook-url"})
-        assert webhook_url(settings)() == "https://abc.execute-api.us-east-1.amazonaws.com/v1/sms"
+        assert webhook_url(settings, build_parameters())() == "https://abc.execute-api.us-east-1.amazonaws.com/v1/sms"
 
 
 @pytest.mark.parametrize(

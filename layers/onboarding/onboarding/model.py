@@ -24,12 +24,21 @@ def build_chat_model(settings: Settings) -> BaseChatModel:
     """A streaming-capable Converse chat model configured from `settings`."""
     # Imported here: langchain_aws is the heaviest import of the project (about a second), and
     # only functions that call the model should pay for it.
+    import boto3
     from langchain_aws import ChatBedrockConverse
 
+    config = bedrock_client_config(settings)
     return ChatBedrockConverse(
         model_id=settings.model_id,
         region_name=settings.region,
-        config=bedrock_client_config(settings),
+        # Clients on boto3's default session, as every other client of ours. Left to itself the
+        # model builds a boto3 session for each of its two clients whenever credentials are in the
+        # environment (as in Lambda); each new session reads botocore's endpoint data again, about
+        # 0.1 s of a cold start apiece. `bedrock` (control plane) serves only application inference
+        # profiles' lookups.
+        client=boto3.client("bedrock-runtime", region_name=settings.region, config=config),
+        bedrock_client=boto3.client("bedrock", region_name=settings.region, config=config),
+        config=config,
         max_tokens=settings.model_max_tokens,
         temperature=settings.model_temperature,
     )
