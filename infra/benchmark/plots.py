@@ -56,14 +56,16 @@ def write_latency_plot(webhook_ms: list[float], colds: dict[str, list[float]], p
     import matplotlib.pyplot as plt
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    ordered = sorted(webhook_ms)
-    left.plot(ordered, [100 * (i + 1) / len(ordered) for i in range(len(ordered))])
-    left.axvline(300, color="tab:red", linestyle="--", label="goal: p99 <= 300 ms")
-    left.axhline(99, color="grey", linestyle=":", label="99th percentile")
-    left.set_xscale("log")
-    left.set_xlabel("acknowledgement, ms")
-    left.set_ylabel("% of signed posts")
-    left.set_title(f"SMS webhook acknowledgement, {len(ordered)} warm posts")
+    # In the order posted: on moto each new number's transaction copies the table, so the time grows
+    # with the table; a distribution would hide that.
+    left.scatter(range(1, len(webhook_ms) + 1), webhook_ms, s=4)
+    p99 = sorted(webhook_ms)[max(0, round(0.99 * len(webhook_ms)) - 1)]
+    left.axhline(300, color="tab:red", linestyle="--", label="goal: p99 <= 300 ms")
+    left.axhline(p99, color="grey", linestyle=":", label=f"p99 {p99:.0f} ms")
+    left.set_yscale("log")
+    left.set_xlabel("post number (each from a new phone number)")
+    left.set_ylabel("acknowledgement, ms")
+    left.set_title(f"SMS webhook acknowledgement, {len(webhook_ms)} warm posts")
     left.legend(fontsize=8)
     left.grid(True, which="both", alpha=0.3)
     names = list(colds)

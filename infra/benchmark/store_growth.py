@@ -15,19 +15,16 @@ our turn slows with the table; dynalite reads only the key range, as DynamoDB do
 retrieval goal (load + build context, the orchestrator's work) is timed on both here as well.
 """
 
-import asyncio
-import os
 import statistics
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 
-from infra.benchmark.store_io import TableTraffic, seed_history
+from infra.benchmark.environment import temporary_environment
+from infra.benchmark.store_io import TableTraffic, seed_history, time_context
 from infra.local_stack import LOCAL_AWS_ENVIRONMENT
 from infra.template import table_create_request
 from onboarding.model import build_chat_model
@@ -72,22 +69,6 @@ class Growth:
         """Our median turn at the longest history against the shortest."""
         first, last = self.points[0].ours.p50_ms, self.points[-1].ours.p50_ms
         return (last or 0.0) / (first or 1.0)
-
-
-@contextmanager
-def _dynamodb_at(url: str) -> Iterator[None]:
-    """The standard variables point boto3 at `url` (and dummy credentials) while clients are built."""
-    names = {**LOCAL_AWS_ENVIRONMENT, "TABLE_NAME": TABLE, "AWS_ENDPOINT_URL_DYNAMODB": url}
-    saved = {name: os.environ.get(name) for name in names}
-    os.environ.update(names)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _percentiles(timings: list[float]) -> tuple[float, float]:
@@ -171,7 +152,8 @@ def measure_store_growth(server: str, url: str, histories: list[int], samples: i
     saved_session = boto3.DEFAULT_SESSION
     boto3.DEFAULT_SESSION = session  # the store factory and the peer build their clients on it
     try:
-        with _dynamodb_at(url):
+        # The standard variables point boto3 at `url`, with dummy credentials, while clients are built.
+        with temporary_environment({**LOCAL_AWS_ENVIRONMENT, "TABLE_NAME": TABLE, "AWS_ENDPOINT_URL_DYNAMODB": url}):
             settings = Settings.from_env()
             client = boto3.client("dynamodb", region_name=settings.region)
             client.create_table(**table_create_request("ConversationTable", TABLE))
@@ -220,11 +202,5 @@ def _measure_point(
             raise
         message = error.response.get("Error", {}).get("Message", "")
         peer_turns = StoreTurns(None, None, None, None, None, failure=f"fails: {message}")
-    context = []
-    asyncio.run(orchestrator.get_current_agent(user_id))  # warm-up
-    for _ in range(samples):
-        started = time.perf_counter()
-        asyncio.run(orchestrator.get_current_agent(user_id))
-        context.append((time.perf_counter() - started) * 1000)
-    context_p50, context_p95 = _percentiles(context)
+    context_p50, context_p95 = _percentiles(time_context(orchestrator, user_id, samples))
     return GrowthPoint(history, ours, peer_turns, context_p50, context_p95)

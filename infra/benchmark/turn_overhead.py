@@ -37,7 +37,7 @@ class Overhead:
     model_p50_ms: float
     overhead_p50_ms: float
     bare_p50_ms: float
-    requests_per_turn: dict[str, int]
+    requests_per_turn: dict[str, float]  # mean over the turns: not every turn's tool writes a transaction
 
     @property
     def ratio(self) -> float:
@@ -127,5 +127,5 @@ def measure_turn_overhead(emulator: BedrockEmulator, samples: int) -> Overhead:
         statistics.median(models) * 1000,
         statistics.median(overheads) * 1000,
         statistics.median(bares) * 1000,
-        {name: count // samples for name, count in requests_per_turn.items()},
+        {name: count / samples for name, count in requests_per_turn.items()},
     )

@@ -51,5 +51,5 @@ def test_the_quick_benchmark_runs_and_a_turn_costs_one_read_and_two_writes(tmp_p
         assert abs(ours_read[2] - ours_read[1]) <= ours_read[1] / 100  # a full window, whatever lies behind it
         assert peer_read[0] < peer_read[1] < peer_read[2]  # the peer reads its whole history, twice
         assert re.search(r"holds at most \d+ such messages", section)
-    for name in ("benchmark-store-growth.png", "benchmark-latency.png", "benchmark.json"):
+    for name in ("benchmark-store-growth.png", "benchmark-latency.png", "benchmark.json", "benchmark.md"):
         assert (tmp_path / name).stat().st_size > 0, name
