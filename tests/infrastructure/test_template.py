@@ -260,3 +260,22 @@ def test_model_retries_end_well_inside_the_functions_timeout(logical_id: str) ->
     settings = Settings(table_name="t-1")
     timeout = resource(logical_id)["Properties"].get("Timeout") or load_template()["Globals"]["Function"]["Timeout"]
     assert settings.model_retry_budget_s + settings.model_connect_timeout_s <= timeout / 2
+
+
+def test_snapstart_restores_the_model_calling_functions_through_their_alias(transformed: dict[str, Any]) -> None:
+    """SnapStart snapshots published versions only: the API's routes and the queue's mapping must
+    call the alias (which points at a published version), or every call would be a plain cold start."""
+    resources = transformed["Resources"]
+    for function in ("ApiFunction", "SmsWorkerFunction"):
+        assert resources[function]["Properties"]["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}, function
+        assert resources[f"{function}Aliaslive"]["Type"] == "AWS::Lambda::Alias", function
+    assert "SnapStart" not in resources["SmsWebhookFunction"]["Properties"]  # no model: kept lean instead
+    paths = resources["ChatApi"]["Properties"]["Body"]["paths"]
+    for path in ("/chat", "/history", "/me"):
+        for operation in paths[path].values():
+            assert "ApiFunctionAliaslive" in _references(operation["x-amazon-apigateway-integration"]["uri"]), path
+    mappings = [body for body in resources.values() if body["Type"] == "AWS::Lambda::EventSourceMapping"]
+    assert mappings
+    for mapping in mappings:
+        assert _references(mapping["Properties"]["FunctionName"]) == {"SmsWorkerFunctionAliaslive"}
+    assert load_template()["Parameters"]["SnapStart"]["Default"] == "PublishedVersions"
