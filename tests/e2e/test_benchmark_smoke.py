@@ -29,11 +29,25 @@ def test_the_quick_benchmark_runs_and_a_turn_costs_one_read_and_two_writes(tmp_p
     for _, reads, writes, items_read, _ in rows:
         assert (int(reads), int(writes)) == (1, 2)
         assert int(items_read) <= 63  # the newest 60 messages and the profile, state and summary items
-    assert "SMS webhook acknowledgement" in out
-    overhead = re.search(r"overhead ([\d.]+) ms; bare DynamoDB calls ([\d.]+) ms; ratio ([\d.]+)x", out)
-    assert overhead is not None
-    assert float(overhead[1]) > 0
-    assert float(overhead[2]) > 0
+    ack = re.search(
+        r"SMS webhook acknowledgement.*p50 ([\d.]+) ms, p99.*waiting on the servers p50 ([\d.]+) ms.*"
+        r"the rest p50 ([\d.]+) ms",
+        out,
+    )
+    assert ack is not None
+    # Every post waits on DynamoDB, SQS and SSM, and no part can be longer than the whole.
+    assert float(ack[1]) >= float(ack[2]) > 0
+    assert float(ack[1]) >= float(ack[3]) > 0
+    overheads = re.findall(
+        r"overhead outside the model, (an instant model|a model pausing 5 ms a chunk), .* model ([\d.]+) ms, "
+        r"overhead ([\d.]+) ms; bare DynamoDB calls ([\d.]+) ms; ratio ([\d.]+)x",
+        out,
+    )
+    assert [label for label, *_ in overheads] == ["an instant model", "a model pausing 5 ms a chunk"]
+    for _, _, overhead, bare, _ in overheads:
+        assert float(overhead) > 0
+        assert float(bare) > 0
+    assert float(overheads[1][1]) > float(overheads[0][1])  # the paced model's stream takes longer
     first = re.search(r"client ([\d.]+) ms after sending; ([\d.]+) ms after the model's first token", out)
     assert first is not None
     assert float(first[1]) >= float(first[2]) > 0  # the client cannot get the token before the model sends it
