@@ -9,14 +9,18 @@ A turn of each store does what a chat turn needs of it:
   (GetItem + UpdateItem). Its one item per session cannot outgrow DynamoDB's 400 KB item limit,
   so at some length its turns fail; that length is found and reported.
 
-Each server gets every history length in turn, in one table that keeps what the shorter ones
-wrote, so the table grows as well as the partition. On moto, whose Query walks its whole table,
-our turn slows with the table; dynalite reads only the key range, as DynamoDB does. The context
-retrieval goal (load + build context, the orchestrator's work) is timed on both here as well.
+Each server gets every history length at once: all the histories are written into one table
+first, then the turns run round by round (one of each store, and one context load + build, at
+every length per round), so whatever the machine does meanwhile touches every length alike and the
+ratio between lengths holds. On moto, whose Query walks its whole table, every length pays for the
+whole table; dynalite reads only the key range, as DynamoDB does. The context retrieval goal (load +
+build context, the orchestrator's work) is timed on both here as well.
 """
 
+import asyncio
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +28,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from infra.benchmark.environment import temporary_environment
-from infra.benchmark.store_io import TableTraffic, seed_history, time_context
+from infra.benchmark.store_io import TableTraffic, seed_history
 from infra.local_stack import LOCAL_AWS_ENVIRONMENT
 from infra.template import table_create_request
 from onboarding.model import build_chat_model
@@ -126,20 +130,104 @@ def _peer_limit(upper: int) -> int:
 WARM_UP_TURNS = 2  # connections and code paths warm up before the clock counts
 
 
-def _time_turns(turn: Any, traffic: TableTraffic, samples: int) -> StoreTurns:
-    timings = []
-    requests = bytes_read = bytes_sent = 0
-    for _ in range(WARM_UP_TURNS):
-        turn()
-    for index in range(samples):
-        traffic.reset()
-        started = time.perf_counter()
-        turn()
-        timings.append((time.perf_counter() - started) * 1000)
-        if index == 0:
-            requests, bytes_read, bytes_sent = sum(traffic.calls.values()), traffic.bytes_read, traffic.bytes_sent
+class _Point:
+    """One history length's two stores and their timings, filled round by round."""
+
+    def __init__(self, settings: Settings, store: Any, limit: int, history: int) -> None:
+        self.history = history
+        self.user_id = f"growth-{history}-{time.time_ns()}"
+        seed_history(settings, self.user_id, history)
+        self.store, self.limit = store, limit
+        self.peer: _PeerHistory | None = _PeerHistory(f"growth-{history}-{time.time_ns()}")
+        self.peer_failure: str | None = None
+        self._peer_guarded(lambda peer: peer.seed(history))
+        self.ours_ms: list[float] = []
+        self.peer_ms: list[float] = []
+        self.context_ms: list[float] = []
+        self.ours_io: tuple[int, int, int] | None = None  # requests, bytes read, bytes sent of one turn
+        self.peer_io: tuple[int, int, int] | None = None
+
+    def our_turn(self) -> None:
+        loaded = self.store.load_turn_context(self.user_id, self.limit)
+        if len(loaded.messages) < min(self.history, self.limit):
+            raise RuntimeError("our store loaded fewer messages than the history holds")
+        self.store.append_message(self.user_id, "user", QUESTION)
+        self.store.append_message(self.user_id, "assistant", ANSWER)
+
+    def peer_turn(self) -> bool:
+        """One peer turn unless its item has outgrown DynamoDB's limit (then False, from now on)."""
+        return self._peer_guarded(lambda peer: peer.turn())
+
+    def _peer_guarded(self, action: Callable[[_PeerHistory], None]) -> bool:
+        if self.peer is None:
+            return False
+        try:
+            action(self.peer)
+            return True
+        except ClientError as error:
+            if not _too_large(error):
+                raise
+            self.peer = None
+            self.peer_failure = f"fails: {error.response.get('Error', {}).get('Message', '')}"
+            return False
+
+    def result(self) -> GrowthPoint:
+        ours = _turns(self.ours_ms, self.ours_io)
+        peer = (
+            StoreTurns(None, None, None, None, None, failure=self.peer_failure)
+            if self.peer_failure is not None
+            else _turns(self.peer_ms, self.peer_io)
+        )
+        context_p50, context_p95 = _percentiles(self.context_ms)
+        return GrowthPoint(self.history, ours, peer, context_p50, context_p95)
+
+
+def _turns(timings: list[float], io: tuple[int, int, int] | None) -> StoreTurns:
     p50, p95 = _percentiles(timings)
+    requests, bytes_read, bytes_sent = io or (None, None, None)
     return StoreTurns(p50, p95, requests, bytes_read, bytes_sent)
+
+
+def _timed(action: Callable[[], None], traffic: TableTraffic) -> tuple[float, tuple[int, int, int]]:
+    traffic.reset()
+    started = time.perf_counter()
+    action()
+    elapsed = (time.perf_counter() - started) * 1000
+    return elapsed, (sum(traffic.calls.values()), traffic.bytes_read, traffic.bytes_sent)
+
+
+def _measure_points(
+    points: list[_Point], orchestrator: OnboardingAgentOrchestrator, traffic: TableTraffic, samples: int
+) -> None:
+    """Round by round, one turn of each store and one context build at every history length, so a
+    machine that slows down or speeds up meanwhile affects every length alike and the ratios hold."""
+    loop = asyncio.new_event_loop()  # one loop, as the API's server keeps one
+    try:
+        for round_number in range(WARM_UP_TURNS + samples):
+            counted = round_number >= WARM_UP_TURNS
+            for point in points:
+                ours_ms, ours_io = _timed(point.our_turn, traffic)
+                started = time.perf_counter()
+                loop.run_until_complete(orchestrator.get_current_agent(point.user_id))
+                context_ms = (time.perf_counter() - started) * 1000
+                traffic.reset()
+                started = time.perf_counter()
+                peer_ran = point.peer_turn()
+                peer_ms = (time.perf_counter() - started) * 1000
+                if not counted:
+                    continue
+                point.ours_ms.append(ours_ms)
+                point.context_ms.append(context_ms)
+                point.ours_io = point.ours_io or ours_io
+                if peer_ran:
+                    point.peer_ms.append(peer_ms)
+                    point.peer_io = point.peer_io or (
+                        sum(traffic.calls.values()),
+                        traffic.bytes_read,
+                        traffic.bytes_sent,
+                    )
+    finally:
+        loop.close()
 
 
 def measure_store_growth(server: str, url: str, histories: list[int], samples: int) -> Growth:
@@ -165,42 +253,9 @@ def measure_store_growth(server: str, url: str, histories: list[int], samples: i
             )
             store = build_store(settings)
             orchestrator = OnboardingAgentOrchestrator(store, build_chat_model(settings), settings.history_load_limit)
-            limit = settings.history_load_limit
-            points = [_measure_point(settings, store, orchestrator, limit, traffic, n, samples) for n in histories]
+            points = [_Point(settings, store, settings.history_load_limit, n) for n in histories]
+            _measure_points(points, orchestrator, traffic, samples)
             peer_limit = _peer_limit(max(histories[-1], 20_000))
     finally:
         boto3.DEFAULT_SESSION = saved_session
-    return Growth(server, points, peer_limit)
-
-
-def _measure_point(
-    settings: Settings,
-    store: Any,
-    orchestrator: OnboardingAgentOrchestrator,
-    limit: int,
-    traffic: TableTraffic,
-    history: int,
-    samples: int,
-) -> GrowthPoint:
-    user_id = f"growth-{history}-{time.time_ns()}"
-    seed_history(settings, user_id, history)
-
-    def our_turn() -> None:
-        loaded = store.load_turn_context(user_id, limit)
-        if len(loaded.messages) < min(history, limit):
-            raise RuntimeError("our store loaded fewer messages than the history holds")
-        store.append_message(user_id, "user", QUESTION)
-        store.append_message(user_id, "assistant", ANSWER)
-
-    ours = _time_turns(our_turn, traffic, samples)
-    peer = _PeerHistory(f"growth-{history}-{time.time_ns()}")
-    try:
-        peer.seed(history)
-        peer_turns = _time_turns(peer.turn, traffic, samples)
-    except ClientError as error:
-        if not _too_large(error):
-            raise
-        message = error.response.get("Error", {}).get("Message", "")
-        peer_turns = StoreTurns(None, None, None, None, None, failure=f"fails: {message}")
-    context_p50, context_p95 = _percentiles(time_context(orchestrator, user_id, samples))
-    return GrowthPoint(history, ours, peer_turns, context_p50, context_p95)
+    return Growth(server, [point.result() for point in points], peer_limit)
