@@ -56,8 +56,8 @@ class SentSms:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    # Each event goes out as its own small write; with Nagle's algorithm on, a write waits for the
-    # ACK of the one before, which the client may delay ~40 ms: a stall of the emulator, not ours.
+    # A response's headers and body are two small writes; with Nagle's algorithm on, the body waits
+    # for the ACK of the headers, which the client may delay ~40 ms: a stall of the emulator, not ours.
     disable_nagle_algorithm = True
     server: "_TwilioHTTPServer"
 

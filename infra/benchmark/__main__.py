@@ -21,10 +21,11 @@ from infra.benchmark.first_token import measure_first_token
 from infra.benchmark.plots import write_figures, write_latency_plot, write_store_growth_plot
 from infra.benchmark.report import write_report
 from infra.benchmark.sizes import measure_sizes
+from infra.benchmark.stats import percentile
 from infra.benchmark.store_growth import Growth, measure_store_growth
 from infra.benchmark.store_io import measure_turn_costs
 from infra.benchmark.turn_overhead import measure_turn_overhead
-from infra.benchmark.webhook_ack import measure_webhook_ack, percentile
+from infra.benchmark.webhook_ack import measure_webhook_ack
 from infra.local_stack import LocalDynamoDB, LocalStack
 
 ROOT = Path(__file__).parents[2]

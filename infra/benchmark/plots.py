@@ -6,8 +6,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from infra.benchmark.stats import percentile
 from infra.benchmark.store_growth import Growth
-from infra.benchmark.webhook_ack import WebhookAck, percentile
+from infra.benchmark.webhook_ack import WebhookAck
 
 
 def write_store_growth_plot(growths: list[Growth], path: Path) -> None:

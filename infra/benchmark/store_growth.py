@@ -22,12 +22,14 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 
 from infra.benchmark.environment import temporary_environment
+from infra.benchmark.stats import percentile
 from infra.benchmark.store_io import TableTraffic, seed_history
 from infra.local_stack import LOCAL_AWS_ENVIRONMENT
 from infra.template import table_create_request
@@ -73,11 +75,6 @@ class Growth:
         """Our median turn at the longest history against the shortest."""
         first, last = self.points[0].ours.p50_ms, self.points[-1].ours.p50_ms
         return (last or 0.0) / (first or 1.0)
-
-
-def _percentiles(timings: list[float]) -> tuple[float, float]:
-    p95 = statistics.quantiles(timings, n=20, method="inclusive")[18] if len(timings) > 1 else timings[0]
-    return statistics.median(timings), p95
 
 
 class _PeerHistory:
@@ -154,22 +151,20 @@ class _Point:
         self.store.append_message(self.user_id, "user", QUESTION)
         self.store.append_message(self.user_id, "assistant", ANSWER)
 
-    def peer_turn(self) -> bool:
-        """One peer turn unless its item has outgrown DynamoDB's limit (then False, from now on)."""
-        return self._peer_guarded(lambda peer: peer.turn())
+    def peer_turn(self) -> None:
+        """One peer turn, unless its item has outgrown DynamoDB's limit (then `peer` is None from now on)."""
+        self._peer_guarded(lambda peer: peer.turn())
 
-    def _peer_guarded(self, action: Callable[[_PeerHistory], None]) -> bool:
+    def _peer_guarded(self, action: Callable[[_PeerHistory], None]) -> None:
         if self.peer is None:
-            return False
+            return
         try:
             action(self.peer)
-            return True
         except ClientError as error:
             if not _too_large(error):
                 raise
             self.peer = None
             self.peer_failure = f"fails: {error.response.get('Error', {}).get('Message', '')}"
-            return False
 
     def result(self) -> GrowthPoint:
         ours = _turns(self.ours_ms, self.ours_io)
@@ -178,14 +173,13 @@ class _Point:
             if self.peer_failure is not None
             else _turns(self.peer_ms, self.peer_io)
         )
-        context_p50, context_p95 = _percentiles(self.context_ms)
-        return GrowthPoint(self.history, ours, peer, context_p50, context_p95)
+        context_ms = self.context_ms
+        return GrowthPoint(self.history, ours, peer, statistics.median(context_ms), percentile(context_ms, 95))
 
 
 def _turns(timings: list[float], io: tuple[int, int, int] | None) -> StoreTurns:
-    p50, p95 = _percentiles(timings)
     requests, bytes_read, bytes_sent = io or (None, None, None)
-    return StoreTurns(p50, p95, requests, bytes_read, bytes_sent)
+    return StoreTurns(statistics.median(timings), percentile(timings, 95), requests, bytes_read, bytes_sent)
 
 
 def _timed(action: Callable[[], None], traffic: TableTraffic) -> tuple[float, tuple[int, int, int]]:
@@ -202,30 +196,25 @@ def _measure_points(
     """Round by round, one turn of each store and one context build at every history length, so a
     machine that slows down or speeds up meanwhile affects every length alike and the ratios hold."""
     loop = asyncio.new_event_loop()  # one loop, as the API's server keeps one
+
+    def build_context(user_id: str) -> None:
+        loop.run_until_complete(orchestrator.get_current_agent(user_id))
+
     try:
         for round_number in range(WARM_UP_TURNS + samples):
             counted = round_number >= WARM_UP_TURNS
             for point in points:
                 ours_ms, ours_io = _timed(point.our_turn, traffic)
-                started = time.perf_counter()
-                loop.run_until_complete(orchestrator.get_current_agent(point.user_id))
-                context_ms = (time.perf_counter() - started) * 1000
-                traffic.reset()
-                started = time.perf_counter()
-                peer_ran = point.peer_turn()
-                peer_ms = (time.perf_counter() - started) * 1000
+                context_ms, _ = _timed(partial(build_context, point.user_id), traffic)
+                peer_ms, peer_io = _timed(point.peer_turn, traffic)
                 if not counted:
                     continue
                 point.ours_ms.append(ours_ms)
                 point.context_ms.append(context_ms)
                 point.ours_io = point.ours_io or ours_io
-                if peer_ran:
+                if point.peer is not None:  # it ran, and its item still fits
                     point.peer_ms.append(peer_ms)
-                    point.peer_io = point.peer_io or (
-                        sum(traffic.calls.values()),
-                        traffic.bytes_read,
-                        traffic.bytes_sent,
-                    )
+                    point.peer_io = point.peer_io or peer_io
     finally:
         loop.close()
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 
+from infra.benchmark.stats import percentile
 from onboarding.model import build_chat_model
 from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.settings import Settings
@@ -111,8 +112,9 @@ def measure_turn_costs(histories: list[int], context_samples: int) -> list[TurnC
         asyncio.run(_one_turn(service, user_id))
         reads, writes, items, size = traffic.reads, traffic.writes, traffic.items_read, traffic.bytes_read
         timings = time_context(orchestrator, user_id, context_samples)
-        percentiles = statistics.quantiles(timings, n=20, method="inclusive") if len(timings) > 1 else timings * 19
-        results.append(TurnCost(history, reads, writes, items, size, statistics.median(timings), percentiles[18]))
+        results.append(
+            TurnCost(history, reads, writes, items, size, statistics.median(timings), percentile(timings, 95))
+        )
     boto3.DEFAULT_SESSION = None
     return results
 

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 import boto3
 
+from infra.benchmark.stats import percentile
 from infra.lambda_runner import invoke
 from infra.twilio_emulator import webhook_form
 
@@ -51,13 +52,6 @@ class ServerClock:
         if self._sent_at is not None:
             self.seconds += time.perf_counter() - self._sent_at
             self._sent_at = None
-
-
-def percentile(values: list[float], percent: int) -> float:
-    """The inclusive `percent`th percentile (the median of one value is itself)."""
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[percent - 1]
 
 
 def measure_webhook_ack(sign: Any, url: str, posts: int) -> WebhookAck:
