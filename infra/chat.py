@@ -20,10 +20,10 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from infra.local_stack import LocalStack
-from onboarding.settings import Settings
-from onboarding.store import StoreError
-from onboarding.turns import InvalidMessageError, ModelUnavailableError, TurnService
-from onboarding.wiring import build_turn_service
+from onboarding.composition import build_turn_service
+from onboarding.config import Settings
+from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, StoreError
+from onboarding.turns import TurnService
 
 DEFAULT_DATA_FILE = Path(".local/dynamodb.jsonl")
 QUIT_COMMANDS = {"/quit", "/exit"}

@@ -33,10 +33,13 @@ import httpx
 from infra.bedrock_emulator.server import RecordedRequest
 from infra.local_stack import LocalStack
 from infra.twilio_emulator import post_signed_text
-from onboarding.prompts import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT, render_system_prompt
-from onboarding.state import OnboardingAgentType
-from onboarding.store import ConversationStore, StoredMessage
-from onboarding.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
+from onboarding.composition import build_repositories
+from onboarding.config import Settings
+from onboarding.llm.prompts import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT, render_system_prompt
+from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
+from onboarding.model.messages import Message
+from onboarding.model.state import OnboardingAgentType
+from onboarding.persistence import Repositories
 
 USER = "fidelity-user"
 PHONE = "+15551239876"
@@ -258,12 +261,12 @@ def run_script(stack: LocalStack, small_talk_per_answer: int) -> Client:
     return client
 
 
-def score_baseline(client: Client, store: ConversationStore) -> None:
+def score_baseline(client: Client, store: Repositories) -> None:
     """The seed's window-only prompt for every turn, from the same stored conversation."""
-    messages: list[StoredMessage] = []
+    messages: list[Message] = []
     cursor = None
     while True:
-        page = store.history_page(USER, 100, cursor)
+        page = store.conversations.history_page(USER, 100, cursor)
         messages.extend(page.messages)
         if page.next_cursor is None:
             break
@@ -380,10 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         LocalStack(data_file=Path(scratch) / "table.jsonl", api_port=0) as stack,
     ):
         client = run_script(stack, small_talk_per_answer=1 if args.quick else 11)
-        import boto3
-
-        store = ConversationStore(boto3.client("dynamodb"), stack.table_name)
-        score_baseline(client, store)
+        score_baseline(client, build_repositories(Settings.from_env()))
     figures = summarize(client.records)
     write_report(client.records, figures, out)
     print("\n".join(table_rows(figures)))

@@ -22,10 +22,10 @@ from typing import TextIO
 
 from infra.local_stack import LocalStack
 from onboarding.agents.base import PromptPlan
-from onboarding.frozen import thaw
+from onboarding.composition import build_orchestrator, build_repositories
+from onboarding.config import Settings
+from onboarding.model.frozen import thaw
 from onboarding.orchestrator import PreparedTurn
-from onboarding.settings import Settings
-from onboarding.wiring import build_orchestrator
 
 DEFAULT_DATA_FILE = Path(".local/dynamodb.jsonl")
 _VALUE_LINE = re.compile(r"^(- [^:]+: )(.+)$")
@@ -91,7 +91,9 @@ def _environment(use_aws: bool, data_file: Path) -> Iterator[None]:
 
 
 async def inspect(settings: Settings, user_id: str, message: str, personal_data: bool, out: TextIO) -> PromptPlan:
-    prepared = await build_orchestrator(settings).prepare_turn(user_id)
+    store = build_repositories(settings)
+    loaded = await asyncio.to_thread(store.conversations.load_turn, user_id, settings.history_load_limit)
+    prepared = build_orchestrator(settings, store).prepare(user_id, loaded)
     plan = prepared.agent.prompt_plan(message)
     render(prepared, plan, personal_data, out)
     return plan

@@ -1,12 +1,13 @@
 """SMS webhook: Twilio's POST in, TwiML out, within a second.
 
-Thin by design: it checks Twilio's signature against the configured public URL, turns the form
-into an `InboundSms`, and lets `SmsIntake` decide (opt-outs, phone links, or queueing the turn for
-the worker). Each `MessageSid` is handled once (Powertools Idempotency). It never imports LangChain:
-its cold start is inside Twilio's 15-second budget.
+Thin by design: it reads the event with Powertools' `APIGatewayProxyEvent` (headers in any case,
+the body decoded when API Gateway base64-encoded it), checks Twilio's signature against the
+configured public URL, turns the form into an `InboundSms`, and lets `SmsIntake` decide
+(opt-outs, phone links, or queueing the turn for the worker). Each `MessageSid` is handled once
+(Powertools Idempotency). It never imports LangChain: its cold start is inside Twilio's 15-second
+budget.
 """
 
-import base64
 import binascii
 from collections.abc import Callable
 from http import HTTPStatus
@@ -15,6 +16,7 @@ from urllib.parse import parse_qsl
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
@@ -27,20 +29,14 @@ from pydantic import ValidationError
 from twilio.request_validator import RequestValidator
 from twilio.twiml.messaging_response import MessagingResponse
 
+from onboarding.composition import build_idempotency_layer, build_intake, build_parameters, twilio_auth_token
+from onboarding.composition import webhook_url as webhook_url_source
+from onboarding.config import Settings, WebhookSettings
+from onboarding.model.errors import StoreError
 from onboarding.redaction import RedactingFormatter
-from onboarding.settings import Settings
 from onboarding.sms.intake import SmsIntake
 from onboarding.sms.messages import InboundSms, OptOut
 from onboarding.sms.queue import QueueError
-from onboarding.sms.settings import WebhookSettings
-from onboarding.sms.wiring import (
-    build_idempotency_layer,
-    build_intake,
-    build_parameters,
-    twilio_auth_token,
-    webhook_url,
-)
-from onboarding.store import StoreError
 
 logger = Logger(logger_formatter=RedactingFormatter())
 
@@ -58,19 +54,9 @@ def _plain(status: HTTPStatus, text: str) -> dict[str, Any]:
     return {"statusCode": int(status), "headers": {"Content-Type": "text/plain"}, "body": text}
 
 
-def _header(event: dict[str, Any], name: str) -> str | None:
-    """A header by name, whatever case the client (or HTTP/2) gave it."""
-    for key, value in (event.get("headers") or {}).items():
-        if key.lower() == name.lower():
-            return str(value)
-    return None
-
-
-def _form(event: dict[str, Any]) -> dict[str, str]:
+def _form(event: APIGatewayProxyEvent) -> dict[str, str]:
     """The POST parameters exactly as Twilio signed them (blank values kept)."""
-    body = event.get("body") or ""
-    raw = base64.b64decode(body, validate=True).decode("utf-8") if event.get("isBase64Encoded") else body
-    return dict(parse_qsl(raw, keep_blank_values=True, strict_parsing=False))
+    return dict(parse_qsl(event.decoded_body or "", keep_blank_values=True, strict_parsing=False))
 
 
 def _signed(auth_token: str, url: str, form: dict[str, str], signature: str | None) -> bool:
@@ -103,9 +89,10 @@ def make_handler(
         return {"reply": intake.accept(sms)}
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
-    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    def handler(raw_event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         config.register_lambda_context(context)
-        signature = _header(event, "X-Twilio-Signature")
+        event = APIGatewayProxyEvent(raw_event)
+        signature = event.headers.get("X-Twilio-Signature")  # Powertools' headers ignore case
         try:
             form = _form(event)
         except (binascii.Error, UnicodeDecodeError, ValueError):
@@ -142,16 +129,12 @@ def _fields(error: ValidationError) -> list[str]:
     return [".".join(str(part) for part in item["loc"]) for item in error.errors(include_input=False)]
 
 
-def _handler_from_env() -> Handler:
-    settings = WebhookSettings.from_env()
-    parameters = build_parameters()
-    return make_handler(
-        build_intake(Settings.from_env(), settings.queue_url),
-        lambda: twilio_auth_token(parameters, settings.twilio_auth_token_parameter),
-        webhook_url(settings, parameters),
-        build_idempotency_layer(settings.idempotency_table_name),
-        settings.dedupe_window_s,
-    )
-
-
-lambda_handler = _handler_from_env()
+_sms = WebhookSettings.from_env()
+_parameters = build_parameters()
+lambda_handler = make_handler(
+    build_intake(Settings.from_env(), _sms),
+    lambda: twilio_auth_token(_parameters, _sms.twilio_auth_token_parameter, _sms.parameter_max_age_s),
+    webhook_url_source(_sms, _parameters),
+    build_idempotency_layer(_sms.idempotency_table_name),
+    _sms.dedupe_window_s,
+)

@@ -18,15 +18,11 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
+from onboarding.composition import build_idempotency_layer, build_responder
+from onboarding.config import Settings, WorkerSettings
 from onboarding.redaction import RedactingFormatter
-from onboarding.settings import Settings
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.responder import SmsResponder
-from onboarding.sms.sender import TwilioSender
-from onboarding.sms.settings import WorkerSettings
-from onboarding.sms.wiring import build_idempotency_layer, build_parameters, twilio_auth_token
-from onboarding.store_factory import build_store
-from onboarding.wiring import build_turn_service
 
 logger = Logger(logger_formatter=RedactingFormatter())
 
@@ -64,18 +60,9 @@ def make_handler(
     return handler
 
 
-def _handler_from_env() -> Handler:
-    settings = Settings.from_env()
-    sms = WorkerSettings.from_env()
-    store = build_store(settings)
-    parameters = build_parameters()
-    sender = TwilioSender(
-        sms.twilio_account_sid,
-        lambda: twilio_auth_token(parameters, sms.twilio_auth_token_parameter),
-        sms.twilio_api_base_url,
-    )
-    responder = SmsResponder(build_turn_service(settings, store), store, sender)
-    return make_handler(responder, build_idempotency_layer(sms.idempotency_table_name), sms.dedupe_window_s)
-
-
-lambda_handler = _handler_from_env()
+_sms = WorkerSettings.from_env()
+lambda_handler = make_handler(
+    build_responder(Settings.from_env(), _sms),
+    build_idempotency_layer(_sms.idempotency_table_name),
+    _sms.dedupe_window_s,
+)

@@ -101,11 +101,13 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "unavailable":
             self._error(503, "ServiceUnavailableException", "Bedrock is unable to process your request.")
             return
-        reply = (
-            CoachReply("")
-            if fault is not None and fault.kind == "empty_reply"
-            else coach_respond(request.system_text, body["messages"], body.get("toolConfig"))
-        )
+        scripted = self.server.emulator.take_scripted()
+        if scripted is not None:
+            reply = scripted
+        elif fault is not None and fault.kind == "empty_reply":
+            reply = CoachReply("")
+        else:
+            reply = coach_respond(request.system_text, body["messages"], body.get("toolConfig"))
         if operation == "converse":
             self._converse(reply, body)
         else:
@@ -236,6 +238,7 @@ class BedrockEmulator:
         self._durations: list[float] = []
         self._first_tokens: list[float] = []
         self._faults: deque[Fault] = deque()
+        self._scripted: deque[CoachReply] = deque()
         self._server = _EmulatorHTTPServer((host, port), self)
         self._thread = threading.Thread(target=self._server.serve_forever, name="bedrock-emulator", daemon=True)
 
@@ -292,6 +295,16 @@ class BedrockEmulator:
     def take_fault(self) -> Fault | None:
         with self._lock:
             return self._faults.popleft() if self._faults else None
+
+    def script(self, reply: CoachReply) -> None:
+        """The next valid request is answered with `reply` instead of the coach's own answer (for
+        a model that behaves as the coach never does, e.g. one that keeps calling tools)."""
+        with self._lock:
+            self._scripted.append(reply)
+
+    def take_scripted(self) -> CoachReply | None:
+        with self._lock:
+            return self._scripted.popleft() if self._scripted else None
 
     def start(self) -> "BedrockEmulator":
         self._thread.start()

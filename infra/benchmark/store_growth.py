@@ -33,10 +33,10 @@ from infra.benchmark.stats import percentile
 from infra.benchmark.store_io import TableTraffic, seed_history
 from infra.local_stack import LOCAL_AWS_ENVIRONMENT
 from infra.template import table_create_request
-from onboarding.model import build_chat_model
+from onboarding.composition import build_repositories
+from onboarding.config import Settings
+from onboarding.llm.chat_model import build_chat_model
 from onboarding.orchestrator import OnboardingAgentOrchestrator
-from onboarding.settings import Settings
-from onboarding.store_factory import build_store
 
 TABLE = "onboarding-memory-growth"
 PEER_TABLE = "langchain-history-growth"
@@ -145,11 +145,11 @@ class _Point:
         self.peer_io: tuple[int, int, int] | None = None
 
     def our_turn(self) -> None:
-        loaded = self.store.load_turn_context(self.user_id, self.limit)
+        loaded = self.store.conversations.load_turn(self.user_id, self.limit)
         if len(loaded.messages) < min(self.history, self.limit):
             raise RuntimeError("our store loaded fewer messages than the history holds")
-        self.store.append_message(self.user_id, "user", QUESTION)
-        self.store.append_message(self.user_id, "assistant", ANSWER)
+        self.store.writes.append_message(self.user_id, "user", QUESTION)
+        self.store.writes.append_message(self.user_id, "assistant", ANSWER)
 
     def peer_turn(self) -> None:
         """One peer turn, unless its item has outgrown DynamoDB's limit (then `peer` is None from now on)."""
@@ -240,8 +240,8 @@ def measure_store_growth(server: str, url: str, histories: list[int], samples: i
                 AttributeDefinitions=[{"AttributeName": "SessionId", "AttributeType": "S"}],
                 BillingMode="PAY_PER_REQUEST",
             )
-            store = build_store(settings)
-            orchestrator = OnboardingAgentOrchestrator(store, build_chat_model(settings), settings.history_load_limit)
+            store = build_repositories(settings)
+            orchestrator = OnboardingAgentOrchestrator(store.conversations, build_chat_model(settings), settings)
             points = [_Point(settings, store, settings.history_load_limit, n) for n in histories]
             _measure_points(points, orchestrator, traffic, samples)
             peer_limit = _peer_limit(max(histories[-1], 20_000))

@@ -12,12 +12,11 @@ from typing import Any
 import boto3
 
 from infra.benchmark.stats import percentile
-from onboarding.model import build_chat_model
+from onboarding.composition import build_repositories, build_turn_service
+from onboarding.config import Settings
+from onboarding.llm.chat_model import build_chat_model
 from onboarding.orchestrator import OnboardingAgentOrchestrator
-from onboarding.settings import Settings
-from onboarding.store import MESSAGE_PREFIX, USER_PREFIX
-from onboarding.store_factory import build_store
-from onboarding.wiring import build_turn_service
+from onboarding.persistence.keys import MESSAGE_PREFIX, USER_PREFIX
 
 READS = {"Query", "GetItem", "BatchGetItem", "Scan"}
 
@@ -101,9 +100,9 @@ def measure_turn_costs(histories: list[int], context_samples: int) -> list[TurnC
     session.events.register("after-call.dynamodb", traffic.after_call)
     boto3.DEFAULT_SESSION = session  # the store factory builds its client on the default session
     settings = Settings.from_env()
-    store = build_store(settings)
+    store = build_repositories(settings)
     service = build_turn_service(settings, store)
-    orchestrator = OnboardingAgentOrchestrator(store, build_chat_model(settings), settings.history_load_limit)
+    orchestrator = OnboardingAgentOrchestrator(store.conversations, build_chat_model(settings), settings)
     results = []
     for history in histories:
         user_id = f"bench-{history}-{time.time_ns()}"

@@ -22,10 +22,9 @@ import boto3
 from botocore import xform_name
 
 from infra.bedrock_emulator import BedrockEmulator
-from onboarding.settings import Settings
-from onboarding.store import USER_PREFIX
-from onboarding.store_factory import build_store
-from onboarding.wiring import build_turn_service
+from onboarding.composition import build_repositories, build_turn_service
+from onboarding.config import Settings
+from onboarding.persistence.keys import USER_PREFIX
 
 MESSAGE = "I walk my dog every day and swim on Sundays"
 
@@ -103,7 +102,7 @@ def measure_turn_overhead(emulator: BedrockEmulator, samples: int) -> Overhead:
     boto3.DEFAULT_SESSION = session  # the store factory builds its client on the default session
     try:
         settings = Settings.from_env().model_copy(update={"rate_limit_messages": 0})
-        service = build_turn_service(settings, build_store(settings))
+        service = build_turn_service(settings, build_repositories(settings))
     finally:
         boto3.DEFAULT_SESSION = saved_session
     client = boto3.client("dynamodb", region_name=settings.region)  # not recorded

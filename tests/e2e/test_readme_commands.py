@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 
 from infra.local_stack import free_port
-from onboarding.prompts import STEP_PROMPTS
-from onboarding.state import OnboardingAgentType
+from onboarding.llm.prompts import STEP_PROMPTS
+from onboarding.model.state import OnboardingAgentType
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = [field.question for field in STEP_PROMPTS[OnboardingAgentType.FITNESS_ASSESSMENT].fields]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from infra.template import function_handler, load_template, resource, web_adapter_app
-from onboarding.settings import Settings
+from onboarding.config import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,10 +12,10 @@ import boto3
 from infra.bedrock_emulator.coach import Turn
 from infra.lambda_runner import invoke
 from infra.local_stack import LocalStack
-from onboarding.prompts import STEP_PROMPTS
-from onboarding.settings import Settings
-from onboarding.state import OnboardingAgentType
-from onboarding.store_factory import build_store
+from onboarding.composition import build_repositories
+from onboarding.config import Settings
+from onboarding.llm.prompts import STEP_PROMPTS
+from onboarding.model.state import OnboardingAgentType
 
 SAMPLE_EVENT = json.loads((Path(__file__).parents[2] / "events" / "api_chat.json").read_text(encoding="utf-8"))
 QUESTIONS = [field.question for field in STEP_PROMPTS[OnboardingAgentType.FITNESS_ASSESSMENT].fields]
@@ -78,7 +78,7 @@ def _spoken(conversation: list[Turn]) -> list[tuple[str, str]]:
 def test_both_turns_are_in_the_table_byte_exact(local_stack: LocalStack, user_id: str) -> None:
     message = "مرحبا 👋🏽 " + "ق" * 5_000
     body = _chat(user_id, message)
-    stored = build_store(Settings.from_env()).load_turn_context(user_id).messages
+    stored = build_repositories(Settings.from_env()).conversations.load_turn(user_id, 20).messages
     assert [(m.message_id, m.role) for m in stored] == [
         (body["userMessageId"], "user"),
         (body["assistantMessageId"], "assistant"),
@@ -115,7 +115,7 @@ def test_concurrent_turns_for_one_user_lose_nothing(local_stack: LocalStack, use
     for thread in threads:
         thread.join(timeout=120)
     assert errors == []
-    stored = build_store(Settings.from_env()).load_turn_context(user_id, message_limit=100).messages
+    stored = build_repositories(Settings.from_env()).conversations.load_turn(user_id, 100).messages
     assert sorted(m.content for m in stored if m.role == "user") == sorted(f"message {i}" for i in range(20))
     assert sum(m.role == "assistant" and not m.tool_calls for m in stored) == 20
     calls = [call.call_id for m in stored for call in m.tool_calls]
@@ -130,13 +130,15 @@ def test_the_table_survives_a_restart(tmp_path: Path) -> None:
     data_file = tmp_path / "table.jsonl"
     with LocalStack(data_file):
         # A store built inside this stack (the warm chat function still points at the session's).
-        store = build_store(Settings.from_env())
+        store = build_repositories(Settings.from_env())
         written = [
-            store.append_message("restart-user", "user", "I'm a beginner 🏃"),
-            store.append_message("restart-user", "assistant", "Noted!"),
+            store.writes.append_message("restart-user", "user", "I'm a beginner 🏃"),
+            store.writes.append_message("restart-user", "assistant", "Noted!"),
         ]
     assert data_file.exists()
     with LocalStack(data_file):
-        assert build_store(Settings.from_env()).load_turn_context("restart-user").messages == tuple(written)
+        assert build_repositories(Settings.from_env()).conversations.load_turn("restart-user", 20).messages == tuple(
+            written
+        )
     with LocalStack(None):
-        assert build_store(Settings.from_env()).load_turn_context("restart-user").messages == ()
+        assert build_repositories(Settings.from_env()).conversations.load_turn("restart-user", 20).messages == ()

@@ -12,9 +12,10 @@ import pytest
 from botocore.awsrequest import AWSResponse
 
 from infra.local_stack import LocalStack
-from onboarding.settings import Settings
-from onboarding.store import ConversationStore, StoreError
-from onboarding.store_factory import build_store
+from onboarding.composition import build_repositories
+from onboarding.config import Settings
+from onboarding.model.errors import StoreError
+from onboarding.persistence import Repositories
 
 pytestmark = pytest.mark.integration
 
@@ -44,15 +45,15 @@ def server_errors(operation: str, failures: int) -> tuple[Callable[..., Any], li
 
 
 @pytest.fixture
-def store_with_faults(local_stack: LocalStack) -> Iterator[Callable[[str, int], tuple[ConversationStore, list[str]]]]:
+def store_with_faults(local_stack: LocalStack) -> Iterator[Callable[[str, int], tuple[Repositories, list[str]]]]:
     """A store built by the product's factory (its retry config), with a fault hook on its session."""
     boto3.setup_default_session()
 
-    def build(operation: str, failures: int) -> tuple[ConversationStore, list[str]]:
+    def build(operation: str, failures: int) -> tuple[Repositories, list[str]]:
         hook, sent = server_errors(operation, failures)
         assert boto3.DEFAULT_SESSION is not None
         boto3.DEFAULT_SESSION.events.register(f"before-send.dynamodb.{operation}", hook)
-        return build_store(Settings.from_env()), sent
+        return build_repositories(Settings.from_env()), sent
 
     yield build
     boto3.setup_default_session()  # later tests get a session without the hook
@@ -69,12 +70,12 @@ def user_items(local_stack: LocalStack, user_id: str) -> list[dict[str, Any]]:
 
 
 def test_a_write_that_fails_twice_is_retried_and_stored_once(
-    store_with_faults: Callable[[str, int], tuple[ConversationStore, list[str]]],
+    store_with_faults: Callable[[str, int], tuple[Repositories, list[str]]],
     local_stack: LocalStack,
     user_id: str,
 ) -> None:
     store, sent = store_with_faults("PutItem", 2)
-    message = store.append_message(user_id, "user", "I'm a beginner")
+    message = store.writes.append_message(user_id, "user", "I'm a beginner")
     assert len(sent) == 3
     assert [item["sk"]["S"] for item in user_items(local_stack, user_id)] == [
         f"MSG#{message.message_id.replace('-', '#')}"
@@ -82,25 +83,25 @@ def test_a_write_that_fails_twice_is_retried_and_stored_once(
 
 
 def test_a_transaction_that_fails_twice_is_retried_and_stored_once(
-    store_with_faults: Callable[[str, int], tuple[ConversationStore, list[str]]],
+    store_with_faults: Callable[[str, int], tuple[Repositories, list[str]]],
     local_stack: LocalStack,
     user_id: str,
 ) -> None:
     store, sent = store_with_faults("TransactWriteItems", 2)
-    claimed = store.append_user_message_once(user_id, "client-1", "hello")
+    claimed = store.writes.claim_user_message(user_id, "client-1", "hello")
     assert (claimed.first, len(sent)) == (True, 3)
-    again = store.append_user_message_once(user_id, "client-1", "hello")
+    again = store.writes.claim_user_message(user_id, "client-1", "hello")
     assert (again.first, again.user_message) == (False, claimed.user_message)
     assert sorted(item["sk"]["S"][:4] for item in user_items(local_stack, user_id)) == ["CLIE", "MSG#"]
 
 
 def test_a_write_that_keeps_failing_raises_store_error_and_writes_nothing(
-    store_with_faults: Callable[[str, int], tuple[ConversationStore, list[str]]],
+    store_with_faults: Callable[[str, int], tuple[Repositories, list[str]]],
     local_stack: LocalStack,
     user_id: str,
 ) -> None:
     store, sent = store_with_faults("TransactWriteItems", 1000)
     with pytest.raises(StoreError):
-        store.append_user_message_once(user_id, "client-1", "hello")
+        store.writes.claim_user_message(user_id, "client-1", "hello")
     assert len(sent) == Settings.from_env().dynamodb_max_attempts
     assert user_items(local_stack, user_id) == []

@@ -22,9 +22,9 @@ messy_history = st.lists(st.one_of(history_entry, history_entry, malformed_entry
 
 
 @st.composite
-def alternating_history(draw: st.DrawFn, max_pairs: int = 30) -> list[dict[str, str]]:
+def alternating_history(draw: st.DrawFn, max_pairs: int = 30, min_pairs: int = 0) -> list[dict[str, str]]:
     """user, assistant, user, assistant, ... (the shape a healthy conversation has)."""
-    pairs = draw(st.integers(min_value=0, max_value=max_pairs))
+    pairs = draw(st.integers(min_value=min_pairs, max_value=max_pairs))
     entries: list[dict[str, str]] = []
     for _ in range(pairs):
         entries.append({"role": "user", "content": draw(content)})

@@ -17,7 +17,7 @@ from schemathesis.checks import CheckContext
 
 from functions.api.app import create_app
 from infra.bedrock_emulator import BedrockEmulator
-from onboarding.store import ConversationStore
+from onboarding.account import AccountService
 from onboarding.turns import TurnService
 
 pytestmark = pytest.mark.property
@@ -50,9 +50,9 @@ def no_server_error(ctx: CheckContext, response: Any, case: Any) -> bool | None:
 
 @pytest.mark.parametrize(("path", "method"), list(EXAMPLES))
 def test_generated_requests_never_get_a_5xx_and_every_rejection_explains_itself(
-    service: TurnService, store: ConversationStore, emulator: BedrockEmulator, path: str, method: str
+    service: TurnService, account: AccountService, emulator: BedrockEmulator, path: str, method: str
 ) -> None:
-    app = create_app(service, store)
+    app = create_app(service, account)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operation = schema[path][method]
     cases = st.one_of(operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE))

@@ -2,45 +2,69 @@
 
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any, cast
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
-from onboarding.agents.base import PromptLimits
+from onboarding.config import DEFAULT_LIMITS, Limits, Settings
 from onboarding.context import OnboardingAgentContext
-from onboarding.conversation import message_texts
+from onboarding.llm.converse import message_texts
+from onboarding.memory.conversations import is_reset_command
+from onboarding.model.messages import Message, Role
 from onboarding.orchestrator import OnboardingAgentOrchestrator
-from onboarding.store import ConversationStore, Role, StoredMessage
+from onboarding.persistence import Repositories
 
-from .strategies import alternating_history, content, history, long_content, messy_history
+from .strategies import alternating_history, content, history, history_entry, long_content, messy_history
 
 agent_class = st.sampled_from(list(AGENT_CLASSES.values()))
-WINDOW = BaseOnboardingAgent.HISTORY_WINDOW
+
+# The window under test: the default one, or any other, so that a test follows a changed limit
+# instead of a number of its own (spec Requirement 3.5's 15 is checked on its own below).
+windows = st.one_of(st.just(Limits().window_max_messages), st.integers(min_value=2, max_value=40))
+
+
+def _window_limits(window: int) -> Limits:
+    """Limits whose window holds `window` messages, with a token budget roomy enough for any window
+    of `history` (its 300-character texts are at most 904 tokens each) that only the message
+    limit cuts it."""
+    return Limits(window_max_messages=window, history_load_limit=max(window, 20), token_budget=200_000)
 
 
 def _agent(
-    cls: type[BaseOnboardingAgent], llm: BaseChatModel, entries: Sequence[Mapping[str, Any]]
+    cls: type[BaseOnboardingAgent],
+    llm: BaseChatModel,
+    entries: Sequence[Mapping[str, Any]],
+    limits: Limits = DEFAULT_LIMITS,
 ) -> BaseOnboardingAgent:
-    return cls(OnboardingAgentContext(user_id="test-user", conversation_history=list(entries), agent_context={}), llm)
+    context = OnboardingAgentContext(user_id="test-user", conversation_history=list(entries), agent_context={})
+    return cls(context, llm, limits)
 
 
 def _texts(messages: Sequence[BaseMessage]) -> list[str]:
     return [text for message in messages for text in message_texts(message)]
 
 
-def _expected_texts(entries: Sequence[Mapping[str, Any]], message: str) -> list[str]:
-    """Reference model: valid non-blank entries, the last WINDOW of them, no leading assistant."""
+def _expected_texts(entries: Sequence[Mapping[str, Any]], message: str, window: int) -> list[str]:
+    """Reference model: valid entries, the last `window` of them, blank ones dropped, no leading assistant."""
     valid = [e for e in entries if e.get("role") in ("user", "assistant") and isinstance(e.get("content"), str)]
-    window = [e for e in valid[-WINDOW:] if e["content"].strip()]
-    while window and window[0]["role"] == "assistant":
-        window = window[1:]
-    return [e["content"] for e in window] + [message]
+    kept = [e for e in valid[-window:] if e["content"].strip()]
+    while kept and kept[0]["role"] == "assistant":
+        kept = kept[1:]
+    return [e["content"] for e in kept] + [message]
+
+
+def _no_reset(entries: Sequence[Mapping[str, Any]], limits: Limits) -> bool:
+    """True when no entry is a reset command (one would start a new conversation, and the window
+    with it: test_memory_rules' subject, not these properties')."""
+    return not any(is_reset_command(str(e["content"]), limits.reset_keywords) for e in entries)
 
 
 @pytest.mark.property
@@ -61,17 +85,33 @@ def test_property_1_message_structure_invariant(
 
 @pytest.mark.property
 @settings(max_examples=100)
-@given(cls=agent_class, user_message=content, entries=history)
+@given(cls=agent_class, user_message=content, entries=history, window=windows)
 def test_property_2_history_inclusion_with_limiting(
-    llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, str]]
+    llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, str]], window: int
 ) -> None:
     # Feature: onboarding-conversation-memory, Property 2: Conversation History Inclusion with Limiting
-    """For any context with history, _build_messages() includes the history (at most the last 15
-    messages) between the system prompt and the current message. (Validates R3.4, R3.5.)"""
-    messages = _agent(cls, llm, entries)._build_messages(user_message)
+    """For any context with history, _build_messages() includes the history (at most the last
+    `window_max_messages`, 15 by default) between the system prompt and the current message.
+    (Validates R3.4, R3.5.)"""
+    limits = _window_limits(window)
+    messages = _agent(cls, llm, entries, limits)._build_messages(user_message)
     texts = _texts(messages[1:])
-    assert texts == _expected_texts(entries, user_message)
-    assert len(texts) - 1 <= WINDOW
+    assert texts == _expected_texts(entries, user_message, limits.window_max_messages)
+    assert len(texts) - 1 <= limits.window_max_messages
+
+
+@pytest.mark.property
+def test_property_2_the_default_window_is_15_messages(llm: BaseChatModel) -> None:
+    # Feature: onboarding-conversation-memory, Property 2 (R3.5): the default limit is the spec's 15.
+    """Unless the settings say otherwise, the window holds the last 15 history messages."""
+    assert Limits().window_max_messages == 15
+    assert Settings(table_name="table").window_max_messages == 15
+    entries = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(20)]
+    for cls in AGENT_CLASSES.values():
+        agent = _agent(cls, llm, entries)  # the agent's own default limits
+        assert agent.limits.window_messages == 15
+        # The last 15 are m5..m19; m5 is a reply, left out so that the list starts with a user message.
+        assert _texts(agent._build_messages("now")[1:]) == [f"m{i}" for i in range(6, 20)] + ["now"]
 
 
 @pytest.mark.property
@@ -92,22 +132,45 @@ def test_property_3_history_format_conversion(
 
 
 @pytest.mark.property
+def test_property_4_the_default_load_is_the_latest_20_messages() -> None:
+    # Feature: onboarding-conversation-memory, Property 4 (R4.2): the design card's "latest 20 messages".
+    assert Limits().history_load_limit == 20
+
+
+@pytest.mark.property
 @settings(max_examples=100)
-@given(entries=history)
+@given(data=st.data())
 async def test_property_4_orchestrator_loading_ordering_and_limiting(
-    store: ConversationStore, orchestrator: OnboardingAgentOrchestrator, entries: list[dict[str, str]]
+    store: Repositories,
+    orchestrator: OnboardingAgentOrchestrator,
+    settings: Settings,
+    data: st.DataObject,
 ) -> None:
     # Feature: onboarding-conversation-memory, Property 4: Orchestrator Message Loading with Ordering and Limiting
-    """For any user's stored messages, the orchestrator loads at most the LAST 20, ordered by
-    created_at ascending. (Validates R4.2, R4.3, R6.1.)"""
+    """For any user's stored messages, the orchestrator loads the NEWEST `history_load_limit` (20
+    by default) of them, ordered by created_at ascending. (Validates R4.2, R4.3, R6.1.)"""
+    limit = settings.history_load_limit
+    # Unique contents, so that each loaded entry names one stored message; and histories longer
+    # than the limit every time, so that loading the oldest ones instead would be seen.
+    entries = data.draw(
+        st.one_of(
+            st.lists(history_entry, max_size=limit + 30, unique_by=lambda e: e["content"]),
+            st.lists(history_entry, min_size=limit + 1, max_size=limit + 30, unique_by=lambda e: e["content"]),
+        )
+    )
+    assume(_no_reset(entries, settings))
     user_id = str(uuid.uuid4())
-    stored = [store.append_message(user_id, e["role"], e["content"]) for e in entries]  # type: ignore[arg-type]
+    stored = [store.writes.append_message(user_id, cast(Role, e["role"]), e["content"]) for e in entries]
     agent = await orchestrator.get_current_agent(user_id)
     loaded = list(agent.context.conversation_history)
-    assert len(loaded) == min(len(entries), 20)
-    assert [dict(e) for e in loaded] == entries[-20:]
-    newest = stored[-20:]
-    assert [m.created_at for m in newest] == sorted(m.created_at for m in newest)
+    newest = stored[len(stored) - min(len(stored), limit) :]
+    # What the orchestrator loaded is exactly the newest `limit` stored, oldest first: not the
+    # oldest ones, not newest first.
+    assert [(e["role"], e["content"]) for e in loaded] == [(m.role, m.content) for m in newest]
+    by_content = {m.content: m for m in stored}
+    created = [cast(datetime, by_content[e["content"]].created_at) for e in loaded]
+    assert all(a < b for a, b in pairwise(created))
+    assert [dict(e) for e in loaded] == entries[len(entries) - len(newest) :]
 
 
 @pytest.mark.property
@@ -117,43 +180,53 @@ def test_property_5_orchestrator_format_transformation(entries: list[dict[str, s
     # Feature: onboarding-conversation-memory, Property 5: Orchestrator Format Transformation
     """For any loaded messages, each becomes a dict with exactly "role" and "content", matching the
     stored message. (Validates R4.4.)"""
-    from datetime import UTC, datetime
-
-    roles: list[Role] = [cast(Role, e["role"]) for e in entries]
     messages = [
-        StoredMessage(f"{i:013d}-abc", role, e["content"], datetime.now(UTC))
-        for i, (role, e) in enumerate(zip(roles, entries, strict=True))
+        Message(cast(Role, e["role"]), e["content"], f"{i:013d}-abc", datetime.now(UTC)) for i, e in enumerate(entries)
     ]
     formatted = OnboardingAgentOrchestrator._format_history(messages)
     assert formatted == [{"role": m.role, "content": m.content} for m in messages]
     assert all(set(entry) == {"role", "content"} for entry in formatted)
+    assert [dict(entry) for entry in formatted] == entries
+
+
+@st.composite
+def over_the_window(draw: st.DrawFn) -> tuple[int, list[dict[str, str]]]:
+    """A window size, and an alternating history (from a user message) longer than it."""
+    window = draw(windows)
+    return window, draw(alternating_history(max_pairs=30, min_pairs=window // 2 + 1))
 
 
 @pytest.mark.property
 @settings(max_examples=100)
-@given(
-    cls=agent_class, user_message=content, entries=alternating_history(max_pairs=30).filter(lambda h: len(h) > WINDOW)
-)
+@given(cls=agent_class, user_message=content, case=over_the_window())
 def test_property_6_limiting_preserves_recency(
-    llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, entries: list[dict[str, str]]
+    llm: BaseChatModel, cls: type[BaseOnboardingAgent], user_message: str, case: tuple[int, list[dict[str, str]]]
 ) -> None:
     # Feature: onboarding-conversation-memory, Property 6: History Limiting Preserves Recency
     """For any history over the limit, only the most recent messages are included, oldest to
     newest. (Validates R6.2, R6.3, R6.4; the orchestrator's 20 is covered by Property 4.)"""
-    messages = _agent(cls, llm, entries)._build_messages(user_message)
+    window, entries = case
+    limits = _window_limits(window)
+    assert len(entries) > limits.window_max_messages
+    messages = _agent(cls, llm, entries, limits)._build_messages(user_message)
     included = [(type(m), m.content) for m in messages[1:-1]]
-    recent = [(HumanMessage if e["role"] == "user" else AIMessage, e["content"]) for e in entries[-WINDOW:]]
-    # The window may start on an assistant turn, which is dropped so the list starts with a user.
-    assert included in (recent, recent[1:])
-    assert len(included) >= WINDOW - 1
+    recent = entries[-limits.window_max_messages :]
+    # The history alternates from a user message, so the window starts on a reply exactly when it
+    # holds an odd number of messages. That reply, and nothing else, is left out (Converse wants the
+    # user's words first); otherwise the whole window is included.
+    starts_on_reply = recent[0]["role"] == "assistant"
+    assert starts_on_reply == (limits.window_max_messages % 2 == 1)
+    expected = recent[1:] if starts_on_reply else recent
+    assert included == [(HumanMessage if e["role"] == "user" else AIMessage, e["content"]) for e in expected]
 
 
 @pytest.mark.property
 @settings(max_examples=100)
 @given(cls=agent_class, texts=st.lists(long_content, min_size=1, max_size=6), user_message=long_content)
 async def test_property_7_message_content_preservation(
-    store: ConversationStore,
+    store: Repositories,
     orchestrator: OnboardingAgentOrchestrator,
+    settings: Settings,
     cls: type[BaseOnboardingAgent],
     texts: list[str],
     user_message: str,
@@ -161,13 +234,16 @@ async def test_property_7_message_content_preservation(
     # Feature: onboarding-conversation-memory, Property 7: Message Content Preservation
     """For any message, storing, loading, formatting and message building never truncate or modify
     its content, whatever its length. (Validates R6.5.)"""
+    assume(_no_reset([{"content": text} for text in texts], settings))
     user_id = str(uuid.uuid4())
     for index, text in enumerate(texts):
-        store.append_message(user_id, "user" if index % 2 == 0 else "assistant", text)
+        store.writes.append_message(user_id, "user" if index % 2 == 0 else "assistant", text)
     agent = await orchestrator.get_current_agent(user_id)
     # A budget far above the longest example: dropping whole messages to fit a budget is
-    # test_memory_rules' subject; here nothing may be cut or changed on the way.
-    roomy = PromptLimits(token_budget=10**7, system_allowance=5000)
+    # test_memory_rules' subject; here nothing may be cut or changed on the way. Seven texts of up
+    # to 20,000 characters (3 tokens each when astral) can be over the most `Limits` validates
+    # (200,000), so the defaults are copied with a larger budget.
+    roomy = Limits().model_copy(update={"token_budget": 10**7})
     built = cls(
         OnboardingAgentContext(user_id="u", conversation_history=agent.context.conversation_history), agent.llm, roomy
     )._build_messages(user_message)
@@ -197,7 +273,7 @@ def test_property_8_bedrock_valid_message_lists(
     assert isinstance(turns[-1], HumanMessage)
     assert message_texts(turns[-1])[-1] == user_message
     assert all(text.strip() for text in _texts(turns))
-    assert _texts(turns) == _expected_texts(entries, user_message)
+    assert _texts(turns) == _expected_texts(entries, user_message, Limits().window_max_messages)
     before = len(emulator.requests)
     llm.invoke(messages)  # raises ValidationException if Bedrock would reject the list
     assert len(emulator.requests) == before + 1

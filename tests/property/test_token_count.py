@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from onboarding.tokens import count_tokens
+from onboarding.memory.tokens import count_tokens
 
 pytestmark = pytest.mark.property
 

@@ -13,9 +13,9 @@ from twilio.request_validator import RequestValidator
 
 from functions.sms_webhook.app import make_handler
 from infra.lambda_runner import LocalLambdaContext
+from onboarding.persistence import Repositories
 from onboarding.sms.intake import SmsIntake
 from onboarding.sms.queue import TurnQueue
-from onboarding.store import ConversationStore
 
 TOKEN = "property-test-token"  # noqa: S105 - a test value
 URL = "https://abc123.execute-api.us-east-1.amazonaws.com/v1/sms"
@@ -55,10 +55,10 @@ def bad_signatures(draw: st.DrawFn, form: dict[str, str]) -> tuple[dict[str, str
 
 
 def test_unsigned_or_missigned_requests_are_403_and_touch_nothing(
-    store: ConversationStore, sms_queue: str, idempotency_table: str
+    store: Repositories, sms_queue: str, idempotency_table: str
 ) -> None:
     sqs = boto3.client("sqs", region_name="us-east-1")
-    intake = SmsIntake(store, TurnQueue(sqs, sms_queue))
+    intake = SmsIntake(store.phones, TurnQueue(sqs, sms_queue))
     handler = make_handler(intake, lambda: TOKEN, lambda: URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
 
     # The handler and clients are built once: per example only the request changes.
@@ -77,7 +77,7 @@ def test_unsigned_or_missigned_requests_are_403_and_touch_nothing(
             "isBase64Encoded": False,
         }
         assert handler(event, CONTEXT)["statusCode"] == 403
-        assert store.phone_owner(form["From"]) is None
+        assert store.phones.find_owner(form["From"]) is None
 
     rejected()
     assert sqs.receive_message(QueueUrl=sms_queue).get("Messages", []) == []

@@ -9,11 +9,12 @@ from moto import mock_aws
 
 from infra.bedrock_emulator import BedrockEmulator
 from infra.template import table_create_request
-from onboarding.model import build_chat_model
+from onboarding.account import AccountService
+from onboarding.config import Settings
+from onboarding.llm.chat_model import build_chat_model
+from onboarding.llm.resilience import CircuitBreaker
 from onboarding.orchestrator import OnboardingAgentOrchestrator
-from onboarding.resilience import RetryPolicy
-from onboarding.settings import Settings
-from onboarding.store import ConversationStore
+from onboarding.persistence import Repositories
 from onboarding.turns import TurnService
 
 TABLE = "onboarding-memory-test"
@@ -31,13 +32,20 @@ def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
 
 
 @pytest.fixture
-def store(dynamodb: object) -> ConversationStore:
-    return ConversationStore(dynamodb, TABLE)  # type: ignore[arg-type]
+def settings() -> Settings:
+    """The defaults, with one model attempt and retry backoffs short enough for tests."""
+    return Settings(
+        table_name=TABLE,
+        model_max_attempts=1,
+        model_retry_budget_s=5.0,
+        model_first_backoff_s=0.01,
+        model_max_backoff_s=0.05,
+    )
 
 
 @pytest.fixture
-def settings() -> Settings:
-    return Settings(table_name=TABLE, model_max_attempts=1)
+def store(dynamodb: object, settings: Settings) -> Repositories:
+    return Repositories.over(dynamodb, TABLE, settings)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -46,17 +54,18 @@ def llm(emulator: BedrockEmulator, settings: Settings) -> BaseChatModel:
 
 
 @pytest.fixture
-def orchestrator(store: ConversationStore, llm: BaseChatModel) -> OnboardingAgentOrchestrator:
-    return OnboardingAgentOrchestrator(store, llm)
-
-
-FAST_RETRIES = RetryPolicy(attempts=3, budget_s=5.0, first_backoff_s=0.01, max_backoff_s=0.05)
-"""The default policy's shape with backoffs short enough for tests."""
+def orchestrator(store: Repositories, llm: BaseChatModel, settings: Settings) -> OnboardingAgentOrchestrator:
+    return OnboardingAgentOrchestrator(store.conversations, llm, settings)
 
 
 @pytest.fixture
-def service(orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, settings: Settings) -> TurnService:
-    return TurnService(orchestrator, store, settings.max_message_bytes, retry_policy=FAST_RETRIES)
+def service(orchestrator: OnboardingAgentOrchestrator, store: Repositories, settings: Settings) -> TurnService:
+    return TurnService(orchestrator, store, CircuitBreaker(settings.breaker))
+
+
+@pytest.fixture
+def account(store: Repositories, settings: Settings) -> AccountService:
+    return AccountService(store, settings)
 
 
 IDEMPOTENCY_TABLE = "onboarding-idempotency-test"

@@ -9,9 +9,9 @@ from langchain_core.language_models import BaseChatModel
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES
 from onboarding.context import OnboardingAgentContext
-from onboarding.conversation import message_texts
-from onboarding.prompts import STEP_PROMPTS
-from onboarding.state import OnboardingAgentType
+from onboarding.llm.converse import message_texts
+from onboarding.llm.prompts import STEP_PROMPTS
+from onboarding.model.state import OnboardingAgentType
 
 
 @pytest.mark.parametrize("agent_type", list(OnboardingAgentType))

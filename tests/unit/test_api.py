@@ -11,9 +11,9 @@ from botocore.exceptions import ClientError
 from functions.api.app import accepts_event_stream, create_app
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.server import Fault
-from onboarding.store import ConversationStore
+from onboarding.account import AccountService
+from onboarding.persistence import Repositories
 from onboarding.turns import TurnService
-from tests.support.faults import fail_nth_call
 
 
 def identity(sub: str | None, request_id: str = "req-1") -> dict[str, str]:
@@ -25,8 +25,8 @@ def identity(sub: str | None, request_id: str = "req-1") -> dict[str, str]:
 
 
 @pytest.fixture
-async def client(service: TurnService, store: ConversationStore) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app(service, store))
+async def client(service: TurnService, account: AccountService) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_app(service, account))
     async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as http:
         yield http
 
@@ -40,19 +40,19 @@ def parse_sse(text: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 async def test_json_reply_for_clients_that_do_not_ask_for_a_stream(
-    client: httpx.AsyncClient, store: ConversationStore
+    client: httpx.AsyncClient, store: Repositories
 ) -> None:
     response = await client.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
     body = response.json()
     assert body["reply"].startswith("Hi, I'm your coach!")
-    stored = store.load_turn_context("user-1").messages
+    stored = store.conversations.load_turn("user-1", 20).messages
     assert [m.message_id for m in stored] == [body["userMessageId"], body["assistantMessageId"]]
 
 
 async def test_event_stream_sends_each_chunk_then_the_stored_ids(
-    client: httpx.AsyncClient, store: ConversationStore, emulator: BedrockEmulator
+    client: httpx.AsyncClient, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     headers = identity("user-1") | {"accept": "text/event-stream"}
     response = await client.post("/chat", json={"message": "Hi 🦵"}, headers=headers)
@@ -63,13 +63,13 @@ async def test_event_stream_sends_each_chunk_then_the_stored_ids(
     assert len(chunks) > 1, "the reply must arrive in several events, not one"
     name, done = events[-1]
     assert name == "done"
-    stored = store.load_turn_context("user-1").messages
+    stored = store.conversations.load_turn("user-1", 20).messages
     assert [m.message_id for m in stored] == [done["userMessageId"], done["assistantMessageId"]]
     assert stored[1].content == "".join(chunks)
 
 
 async def test_a_stream_that_fails_mid_reply_ends_with_an_error_event_and_keeps_the_users_turn(
-    client: httpx.AsyncClient, store: ConversationStore, emulator: BedrockEmulator
+    client: httpx.AsyncClient, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     emulator.queue_fault(Fault("stream_error", after_chunks=2))
     headers = identity("user-1") | {"accept": "text/event-stream"}
@@ -78,18 +78,18 @@ async def test_a_stream_that_fails_mid_reply_ends_with_an_error_event_and_keeps_
     assert name == "error"
     assert error["error"] == "model_unavailable"
     assert [name for name, _ in events[:-1]] == ["chunk", "chunk"]
-    stored = store.load_turn_context("user-1").messages
+    stored = store.conversations.load_turn("user-1", 20).messages
     assert [(m.message_id, m.role) for m in stored] == [(error["userMessageId"], "user")]
 
 
 async def test_model_failure_without_a_stream_is_502_and_keeps_the_users_turn(
-    client: httpx.AsyncClient, store: ConversationStore, emulator: BedrockEmulator
+    client: httpx.AsyncClient, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     emulator.queue_fault(Fault("stream_error", after_chunks=1))
     response = await client.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
     assert response.status_code == 502
     assert response.json()["error"] == "model_unavailable"
-    assert [m.role for m in store.load_turn_context("user-1").messages] == ["user"]
+    assert [m.role for m in store.conversations.load_turn("user-1", 20).messages] == ["user"]
 
 
 @pytest.mark.parametrize(
@@ -126,7 +126,7 @@ def test_accept_negotiation(accept: str | None, streams: bool) -> None:
     [("POST", "/chat"), ("GET", "/history"), ("POST", "/phone-links"), ("GET", "/phones"), ("DELETE", "/me")],
 )
 async def test_every_route_needs_a_verified_identity(
-    client: httpx.AsyncClient, store: ConversationStore, header: dict[str, str], method: str, path: str
+    client: httpx.AsyncClient, store: Repositories, header: dict[str, str], method: str, path: str
 ) -> None:
     response = await client.request(method, path, json={"message": "hi"}, headers=header)
     assert response.status_code == 401
@@ -134,13 +134,13 @@ async def test_every_route_needs_a_verified_identity(
 
 
 async def test_the_user_comes_from_the_verified_claims_not_the_body(
-    client: httpx.AsyncClient, store: ConversationStore
+    client: httpx.AsyncClient, store: Repositories
 ) -> None:
     response = await client.post("/chat", json={"message": "hi", "user_id": "someone-else"}, headers=identity("me"))
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_request"
-    assert store.load_turn_context("someone-else").messages == ()
-    assert store.load_turn_context("me").messages == ()
+    assert store.conversations.load_turn("someone-else", 20).messages == ()
+    assert store.conversations.load_turn("me", 20).messages == ()
 
 
 @pytest.mark.parametrize(
@@ -156,7 +156,7 @@ async def test_the_user_comes_from_the_verified_claims_not_the_body(
     ],
 )
 async def test_bad_bodies_get_clear_errors_and_store_nothing(
-    client: httpx.AsyncClient, store: ConversationStore, body: bytes, status: int, code: str
+    client: httpx.AsyncClient, store: Repositories, body: bytes, status: int, code: str
 ) -> None:
     response = await client.post(
         "/chat", content=body, headers=identity("user-1") | {"content-type": "application/json"}
@@ -164,18 +164,23 @@ async def test_bad_bodies_get_clear_errors_and_store_nothing(
     assert response.status_code == status
     assert response.json()["error"] == code
     assert response.json()["message"]
-    assert store.load_turn_context("user-1").messages == ()
+    assert store.conversations.load_turn("user-1", 20).messages == ()
 
 
-def _fail_dynamodb(store: ConversationStore, operation: str) -> None:
+WRITE_OPERATIONS = ("put_item", "transact_write_items")
+
+
+def _fail_dynamodb(dynamodb: Any, operation: str) -> None:
     def fail(**_: Any) -> Any:
         raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, operation)
 
-    setattr(store._client, operation, fail)
+    setattr(dynamodb, operation, fail)
 
 
-async def test_a_failed_write_is_503_with_retry_after(client: httpx.AsyncClient, store: ConversationStore) -> None:
-    _fail_dynamodb(store, "put_item")
+async def test_a_failed_write_is_503_with_retry_after(client: httpx.AsyncClient, dynamodb: Any) -> None:
+    # Every write fails: the user's message is a single Put, or a transaction with its rate-limit count.
+    for operation in WRITE_OPERATIONS:
+        _fail_dynamodb(dynamodb, operation)
     response = await client.post("/chat", json={"message": "hi"}, headers=identity("user-1"))
     assert response.status_code == 503
     assert response.headers["retry-after"] == "2"
@@ -192,20 +197,18 @@ async def test_a_failed_write_is_503_with_retry_after(client: httpx.AsyncClient,
     ],
 )
 async def test_store_failures_on_other_routes_are_503(
-    client: httpx.AsyncClient, store: ConversationStore, operation: str, method: str, path: str
+    client: httpx.AsyncClient, dynamodb: Any, operation: str, method: str, path: str
 ) -> None:
-    _fail_dynamodb(store, operation)
+    _fail_dynamodb(dynamodb, operation)
     response = await client.request(method, path, headers=identity("user-1"))
     assert response.status_code == 503
     assert response.json()["error"] == "store_unavailable"
 
 
-async def test_history_pages_newest_first_and_only_the_callers(
-    client: httpx.AsyncClient, store: ConversationStore
-) -> None:
-    store.append_message("user-2", "user", "not yours")
+async def test_history_pages_newest_first_and_only_the_callers(client: httpx.AsyncClient, store: Repositories) -> None:
+    store.writes.append_message("user-2", "user", "not yours")
     for text in ("one", "two", "three"):
-        store.append_message("user-1", "user", text)
+        store.writes.append_message("user-1", "user", text)
 
     first = (await client.get("/history", params={"limit": 2}, headers=identity("user-1"))).json()
     assert [m["content"] for m in first["messages"]] == ["three", "two"]
@@ -224,18 +227,18 @@ async def test_history_pages_newest_first_and_only_the_callers(
     "params", [{"limit": 0}, {"limit": 101}, {"limit": "many"}, {"cursor": "garbage"}, {"cursor": "x" * 600}]
 )
 async def test_bad_history_queries_are_400(
-    client: httpx.AsyncClient, store: ConversationStore, params: dict[str, Any]
+    client: httpx.AsyncClient, store: Repositories, params: dict[str, Any]
 ) -> None:
     response = await client.get("/history", params=params, headers=identity("user-1"))
     assert response.status_code == 400
     assert response.json()["error"] in {"invalid_request", "invalid_cursor"}
 
 
-async def test_phone_link_codes_and_linked_phones(client: httpx.AsyncClient, store: ConversationStore) -> None:
+async def test_phone_link_codes_and_linked_phones(client: httpx.AsyncClient, store: Repositories) -> None:
     created = await client.post("/phone-links", headers=identity("user-1"))
     assert created.status_code == 201
     code = created.json()["code"]
-    linked = store.link_phone_by_code("+15551230001", code)
+    linked = store.phones.link_by_code("+15551230001", code)
     assert linked is not None
     assert linked.user_id == "user-1"
     phones = await client.get("/phones", headers=identity("user-1"))
@@ -268,37 +271,46 @@ async def test_unknown_routes_and_methods_get_the_same_error_shape(
     assert response.json()["error"] == code
 
 
-def _fail_the_second_put(store: ConversationStore) -> None:
-    """The user's message is stored; the coach's reply is not."""
-    fail_nth_call(store._client, "put_item", 2)
+def _fail_the_second_write(dynamodb: Any) -> None:
+    """The user's message is stored; the coach's reply is not. (Each is a single Put or a
+    transaction, depending on the rate limit and on what the turn changed: count both.)"""
+    writes: list[str] = []
+    for operation in WRITE_OPERATIONS:
+        real = getattr(dynamodb, operation)
+
+        def maybe_fail(real: Any = real, operation: str = operation, **request: Any) -> Any:
+            writes.append(operation)
+            if len(writes) == 2:
+                raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, operation)
+            return real(**request)
+
+        setattr(dynamodb, operation, maybe_fail)
 
 
 async def test_a_reply_that_cannot_be_saved_ends_the_stream_with_an_error_event(
-    client: httpx.AsyncClient, store: ConversationStore
+    client: httpx.AsyncClient, store: Repositories, dynamodb: Any
 ) -> None:
-    _fail_the_second_put(store)
+    _fail_the_second_write(dynamodb)
     headers = identity("user-1") | {"accept": "text/event-stream"}
     events = parse_sse((await client.post("/chat", json={"message": "Hi"}, headers=headers)).text)
     name, error = events[-1]
     assert (name, error["error"]) == ("error", "store_unavailable")
-    assert [m.message_id for m in store.load_turn_context("user-1").messages] == [error["userMessageId"]]
+    assert [m.message_id for m in store.conversations.load_turn("user-1", 20).messages] == [error["userMessageId"]]
 
 
-async def test_a_reply_that_cannot_be_saved_is_503_without_a_stream(
-    client: httpx.AsyncClient, store: ConversationStore
-) -> None:
-    _fail_the_second_put(store)
+async def test_a_reply_that_cannot_be_saved_is_503_without_a_stream(client: httpx.AsyncClient, dynamodb: Any) -> None:
+    _fail_the_second_write(dynamodb)
     response = await client.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
     assert response.status_code == 503
     assert response.json()["error"] == "store_unavailable"
 
 
-async def test_an_unexpected_failure_is_500_in_the_error_shape(service: TurnService, store: ConversationStore) -> None:
+async def test_an_unexpected_failure_is_500_in_the_error_shape(service: TurnService, account: AccountService) -> None:
     async def broken(user_id: str, message: str, client_message_id: str | None = None) -> Any:
         raise ValueError("Failed to create agent")  # what the orchestrator raises (spec)
 
     service.start_turn = broken  # type: ignore[method-assign]
-    transport = httpx.ASGITransport(app=create_app(service, store), raise_app_exceptions=False)
+    transport = httpx.ASGITransport(app=create_app(service, account), raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as http:
         response = await http.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
     assert response.status_code == 500
@@ -306,7 +318,7 @@ async def test_an_unexpected_failure_is_500_in_the_error_shape(service: TurnServ
 
 
 async def test_a_retried_client_message_id_returns_the_same_turn(
-    client: httpx.AsyncClient, store: ConversationStore
+    client: httpx.AsyncClient, store: Repositories
 ) -> None:
     body = {"message": "Hi", "clientMessageId": "app-7f3a"}
     first = (await client.post("/chat", json=body, headers=identity("user-1"))).json()
@@ -314,7 +326,7 @@ async def test_a_retried_client_message_id_returns_the_same_turn(
     events = parse_sse(stream.text)
     assert "".join(data["text"] for name, data in events if name == "chunk") == first["reply"]
     assert events[-1][1] == {"userMessageId": first["userMessageId"], "assistantMessageId": first["assistantMessageId"]}
-    assert len(store.load_turn_context("user-1").messages) == 2
+    assert len(store.conversations.load_turn("user-1", 20).messages) == 2
 
 
 @pytest.mark.parametrize(
@@ -325,9 +337,9 @@ async def test_a_retried_client_message_id_returns_the_same_turn(
     ],
 )
 async def test_client_message_id_errors(
-    client: httpx.AsyncClient, store: ConversationStore, body: dict[str, str], status: int, code: str
+    client: httpx.AsyncClient, store: Repositories, body: dict[str, str], status: int, code: str
 ) -> None:
     await client.post("/chat", json={"message": "Hi", "clientMessageId": "app-7f3a"}, headers=identity("user-1"))
     response = await client.post("/chat", json=body, headers=identity("user-1"))
     assert (response.status_code, response.json()["error"]) == (status, code)
-    assert len(store.load_turn_context("user-1").messages) == 2
+    assert len(store.conversations.load_turn("user-1", 20).messages) == 2

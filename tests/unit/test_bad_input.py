@@ -14,7 +14,8 @@ import pytest
 
 from functions.api.app import create_app
 from infra.bedrock_emulator import BedrockEmulator
-from onboarding.store import ConversationStore
+from onboarding.account import AccountService
+from onboarding.persistence import Repositories
 from onboarding.turns import TurnService
 from tests.unit.conftest import TABLE
 from tests.unit.test_api import identity
@@ -23,8 +24,8 @@ pytestmark = pytest.mark.unit
 
 
 @pytest.fixture
-async def client(service: TurnService, store: ConversationStore) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app(service, store))
+async def client(service: TurnService, account: AccountService) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_app(service, account))
     async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as http:
         yield http
 
@@ -48,7 +49,7 @@ async def post_chat(client: httpx.AsyncClient, body: bytes) -> httpx.Response:
     ids=["5MB-message", "5MB-unknown-field", "unknown-field", "wrong-type", "array", "latin-1", "truncated", "nul"],
 )
 async def test_bad_bodies_get_a_clear_error_and_earlier_messages_stay(
-    client: httpx.AsyncClient, store: ConversationStore, body: bytes, status: int, code: str | None
+    client: httpx.AsyncClient, store: Repositories, body: bytes, status: int, code: str | None
 ) -> None:
     assert (await post_chat(client, b'{"message": "I am a beginner"}')).status_code == 200
     response = await post_chat(client, body)
@@ -56,7 +57,7 @@ async def test_bad_bodies_get_a_clear_error_and_earlier_messages_stay(
     if code is not None:
         assert response.json()["error"] == code
         assert response.json()["message"]
-    kept = [m.content for m in store.load_turn_context("u").messages if m.role == "user"]
+    kept = [m.content for m in store.conversations.load_turn("u", 20).messages if m.role == "user"]
     assert kept[0] == "I am a beginner"
     assert len(kept) == (2 if status == 200 else 1)
 
@@ -116,7 +117,7 @@ MALFORMED = {
 
 @pytest.mark.parametrize("shape", list(MALFORMED))
 async def test_malformed_stored_messages_are_skipped_with_a_warning(
-    client: httpx.AsyncClient, dynamodb: Any, store: ConversationStore, caplog: pytest.LogCaptureFixture, shape: str
+    client: httpx.AsyncClient, dynamodb: Any, store: Repositories, caplog: pytest.LogCaptureFixture, shape: str
 ) -> None:
     good = [message_item("u", 0, "user", "I'm a beginner"), message_item("u", 2, "assistant", "Noted!")]
     bad = {"pk": {"S": "USER#u"}, "sk": {"S": f"MSG#{1_700_000_000_001:013d}#{1:012x}"}, **MALFORMED[shape]}

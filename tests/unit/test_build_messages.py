@@ -8,8 +8,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from onboarding.agents import AGENT_CLASSES, FitnessAssessmentAgent
 from onboarding.context import OnboardingAgentContext
-from onboarding.conversation import message_texts
-from onboarding.state import OnboardingAgentType
+from onboarding.llm.converse import message_texts
+from onboarding.model.state import OnboardingAgentType
 
 
 def _agent(

@@ -20,8 +20,8 @@ from infra.bedrock_emulator.rules import (
     ConverseValidationError,
     validate_converse_request,
 )
-from onboarding.prompts import STEP_PROMPTS, render_system_prompt
-from onboarding.state import OnboardingAgentType
+from onboarding.llm.prompts import STEP_PROMPTS, render_system_prompt
+from onboarding.model.state import OnboardingAgentType
 
 
 def test_frames_decode_with_botocores_own_parser() -> None:

@@ -9,17 +9,16 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-import onboarding.store as store_module
+import onboarding.persistence.erasure as erasure_module
 from functions.api.app import create_app
-from onboarding.profile import UserProfile
-from onboarding.state import OnboardingAgentType, OnboardingState
-from onboarding.store import (
-    ConversationStore,
-    ConversationSummary,
-    ErasureReport,
-    RateLimit,
-    StoreError,
-)
+from onboarding.account import AccountService
+from onboarding.config import RateLimit, Settings
+from onboarding.model.errors import StoreError
+from onboarding.model.messages import Message
+from onboarding.model.profile import UserProfile
+from onboarding.model.records import ConversationSummary, ErasureReport
+from onboarding.model.state import OnboardingAgentType, OnboardingState
+from onboarding.persistence import Repositories
 from onboarding.turns import TurnService
 from tests.unit.conftest import TABLE
 
@@ -32,16 +31,20 @@ LIMIT = RateLimit(messages=100, window_s=60)
 FILLED = ErasureReport(messages=2, state_items=3, phone_numbers=1, dedupe_records=1, rate_counters=1, link_codes=1)
 
 
-def _fill(store: ConversationStore, user_id: str, phone: str) -> str:
+def _fill(store: Repositories, user_id: str, phone: str) -> str:
     """Store one of everything for `user_id`; returns the pending link code."""
-    claimed = store.append_user_message_once(user_id, "client-1", "I want to run a 5k", rate_limit=LIMIT)
-    reply = store.append_reply_once(user_id, "client-1", "Great goal!")
-    store.save_state(user_id, OnboardingState(current_agent=OnboardingAgentType.GOAL_SETTING, agent_context={"k": 1}))
-    store.save_profile(user_id, UserProfile(name="Sam", goals="5k"))
-    assert store.save_summary(user_id, ConversationSummary("wants a 5k", claimed.user_message.message_id))
+    claimed = store.writes.claim_user_message(user_id, "client-1", "I want to run a 5k", rate_limit=LIMIT)
+    (reply,) = store.writes.commit_reply(
+        user_id,
+        [Message("assistant", "Great goal!")],
+        client_id="client-1",
+        state=OnboardingState(current_agent=OnboardingAgentType.GOAL_SETTING, agent_context={"k": 1}),
+        profile=UserProfile(name="Sam", goals="5k"),
+    )
+    assert store.writes.save_summary(user_id, ConversationSummary("wants a 5k", claimed.user_message.message_id))
     assert reply.content == "Great goal!"
-    store.link_phone(phone, user_id)
-    return store.create_link_code(user_id).code
+    store.phones.link(phone, user_id)
+    return store.phones.create_link_code(user_id).code
 
 
 def _items(dynamodb: Any) -> list[dict[str, Any]]:
@@ -62,62 +65,58 @@ def _failing(dynamodb: Any, operation: str) -> None:
     setattr(dynamodb, operation, fail)
 
 
-def test_erase_deletes_everything_of_the_user_and_nothing_of_anyone_else(
-    store: ConversationStore, dynamodb: Any
-) -> None:
+def test_erase_deletes_everything_of_the_user_and_nothing_of_anyone_else(store: Repositories, dynamodb: Any) -> None:
     _fill(store, "erased", PHONE)
     other_code = _fill(store, "other", OTHER_PHONE)
     others_before = sorted(str(item) for item in _items(dynamodb) if _belongs_to(item, "other"))
 
-    report = store.erase_user("erased")
+    report = store.erasure.erase("erased")
 
     assert report == FILLED
     assert report.total == 9
     left = _items(dynamodb)
     assert [item for item in left if _belongs_to(item, "erased")] == []
     assert sorted(str(item) for item in left) == others_before  # the other user's items, untouched
-    assert store.phone_owner(PHONE) is None
-    assert store.phone_owner(OTHER_PHONE) is not None
-    assert store.link_phone_by_code("+15551230003", other_code) is not None  # their code still works
+    assert store.phones.find_owner(PHONE) is None
+    assert store.phones.find_owner(OTHER_PHONE) is not None
+    assert store.phones.link_by_code("+15551230003", other_code) is not None  # their code still works
 
 
-def test_the_next_turn_starts_from_scratch(store: ConversationStore) -> None:
+def test_the_next_turn_starts_from_scratch(store: Repositories) -> None:
     code = _fill(store, "erased", PHONE)
-    store.erase_user("erased")
+    store.erasure.erase("erased")
 
-    loaded = store.load_turn_context("erased")
+    loaded = store.conversations.load_turn("erased", 20)
     assert loaded.state == OnboardingState.initial()
     assert loaded.messages == ()
     assert loaded.profile == UserProfile()
     assert loaded.summary is None
-    assert store.history_page("erased").messages == ()
-    assert store.phones_of("erased") == ()
-    assert store.link_phone_by_code(OTHER_PHONE, code) is None  # the erased user's code is gone
+    assert store.conversations.history_page("erased", 20).messages == ()
+    assert store.phones.phones_of("erased") == ()
+    assert store.phones.link_by_code(OTHER_PHONE, code) is None  # the erased user's code is gone
     # A text from the erased user's old number starts a new user; it does not revive the old one.
-    assert store.owner_for_phone(PHONE, lambda: "fresh").user_id == "fresh"
+    assert store.phones.find_or_create_owner(PHONE, lambda: "fresh").user_id == "fresh"
 
 
-def test_erasing_twice_or_an_unknown_user_reports_zeros(store: ConversationStore) -> None:
+def test_erasing_twice_or_an_unknown_user_reports_zeros(store: Repositories) -> None:
     _fill(store, "erased", PHONE)
-    assert store.erase_user("erased").total == 9
-    assert store.erase_user("erased") == ErasureReport()
-    assert store.erase_user("never-seen") == ErasureReport()
+    assert store.erasure.erase("erased").total == 9
+    assert store.erasure.erase("erased") == ErasureReport()
+    assert store.erasure.erase("never-seen") == ErasureReport()
     assert ErasureReport().total == 0
 
 
 def test_partition_items_of_an_unknown_kind_are_deleted_and_counted_as_other(
-    store: ConversationStore, dynamodb: Any
+    store: Repositories, dynamodb: Any
 ) -> None:
     """A newer version may store kinds this one does not know; they are the user's all the same."""
     dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "USER#erased"}, "sk": {"S": "FACT#1"}})
-    store.append_message("erased", "user", "hello")
-    assert store.erase_user("erased") == ErasureReport(messages=1, other_items=1)
+    store.writes.append_message("erased", "user", "hello")
+    assert store.erasure.erase("erased") == ErasureReport(messages=1, other_items=1)
     assert [item for item in _items(dynamodb) if _belongs_to(item, "erased")] == []
 
 
-def test_a_phone_relinked_to_someone_else_meanwhile_is_theirs_and_stays(
-    store: ConversationStore, dynamodb: Any
-) -> None:
+def test_a_phone_relinked_to_someone_else_meanwhile_is_theirs_and_stays(store: Repositories, dynamodb: Any) -> None:
     """The number moves to another user between erase's read of the partition and its deletes."""
     _fill(store, "erased", PHONE)
     real_query = dynamodb.query
@@ -125,27 +124,27 @@ def test_a_phone_relinked_to_someone_else_meanwhile_is_theirs_and_stays(
     def query_then_relink(**request: Any) -> Any:
         page = real_query(**request)
         dynamodb.query = real_query
-        store.link_phone(PHONE, "new-owner")
+        store.phones.link(PHONE, "new-owner")
         return page
 
     dynamodb.query = query_then_relink
-    report = store.erase_user("erased")
+    report = store.erasure.erase("erased")
 
     assert report.phone_numbers == 0
     assert report.total == FILLED.total - 1
-    owner = store.phone_owner(PHONE)
+    owner = store.phones.find_owner(PHONE)
     assert owner is not None
     assert owner.user_id == "new-owner"
-    assert store.phones_of("new-owner") == (PHONE,)
+    assert store.phones.phones_of("new-owner") == (PHONE,)
     assert [item for item in _items(dynamodb) if _belongs_to(item, "erased")] == []
 
 
 def test_hundreds_of_messages_over_several_pages_are_all_deleted_25_at_a_time(
-    store: ConversationStore, dynamodb: Any
+    store: Repositories, dynamodb: Any
 ) -> None:
     for n in range(300):
-        store.append_message("erased", "user", f"message {n}")
-    store.append_message("other", "user", "not erased")
+        store.writes.append_message("erased", "user", f"message {n}")
+    store.writes.append_message("other", "user", "not erased")
     real_query, real_batch = dynamodb.query, dynamodb.batch_write_item
     queries: list[dict[str, Any]] = []
     batch_sizes: list[int] = []
@@ -160,24 +159,24 @@ def test_hundreds_of_messages_over_several_pages_are_all_deleted_25_at_a_time(
         return real_batch(**request)
 
     dynamodb.query, dynamodb.batch_write_item = small_pages, counting_batch
-    report = store.erase_user("erased")
+    report = store.erasure.erase("erased")
     dynamodb.query, dynamodb.batch_write_item = real_query, real_batch
 
     assert report == ErasureReport(messages=300)
     assert len(queries) >= 5
     assert all(request["ConsistentRead"] and request["ProjectionExpression"] == "pk, sk" for request in queries)
     assert batch_sizes == [25] * 12
-    assert store.history_page("erased", limit=100).messages == ()
-    assert [m.content for m in store.load_turn_context("other").messages] == ["not erased"]
+    assert store.conversations.history_page("erased", limit=100).messages == ()
+    assert [m.content for m in store.conversations.load_turn("other", 20).messages] == ["not erased"]
 
 
 def test_unprocessed_items_are_resent_after_a_backoff(
-    store: ConversationStore, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+    store: Repositories, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for n in range(30):
-        store.append_message("erased", "user", f"message {n}")
+        store.writes.append_message("erased", "user", f"message {n}")
     delays: list[float] = []
-    monkeypatch.setattr("onboarding.store.time.sleep", delays.append)
+    monkeypatch.setattr("onboarding.persistence.erasure.time.sleep", delays.append)
     real_batch = dynamodb.batch_write_item
     throttled = itertools.count()
 
@@ -190,18 +189,18 @@ def test_unprocessed_items_are_resent_after_a_backoff(
         return {"UnprocessedItems": {TABLE: writes[5:]}}
 
     dynamodb.batch_write_item = half_processed
-    assert store.erase_user("erased").messages == 30
-    assert store.history_page("erased", limit=100).messages == ()
+    assert store.erasure.erase("erased").messages == 30
+    assert store.conversations.history_page("erased", limit=100).messages == ()
     assert len(delays) == 2
-    assert all(0 <= delay <= store_module._BATCH_BACKOFF_MAX_S for delay in delays)
+    assert all(0 <= delay <= erasure_module._BATCH_BACKOFF_MAX_S for delay in delays)
 
 
 def test_items_left_unprocessed_every_time_end_in_a_store_error(
-    store: ConversationStore, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+    store: Repositories, dynamodb: Any, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.append_message("erased", "user", "hello")
+    store.writes.append_message("erased", "user", "hello")
     delays: list[float] = []
-    monkeypatch.setattr("onboarding.store.time.sleep", delays.append)
+    monkeypatch.setattr("onboarding.persistence.erasure.time.sleep", delays.append)
     calls = itertools.count(1)
 
     def never_processed(**request: Any) -> Any:
@@ -210,22 +209,22 @@ def test_items_left_unprocessed_every_time_end_in_a_store_error(
 
     dynamodb.batch_write_item = never_processed
     with pytest.raises(StoreError, match="unprocessed"):
-        store.erase_user("erased")
-    assert next(calls) == store_module._BATCH_ATTEMPTS + 1  # bounded: no endless loop
-    assert len(delays) == store_module._BATCH_ATTEMPTS - 1
-    assert all(delay <= store_module._BATCH_BACKOFF_MAX_S for delay in delays)
+        store.erasure.erase("erased")
+    assert next(calls) == settings.erase_batch_attempts + 1  # bounded: no endless loop
+    assert len(delays) == settings.erase_batch_attempts - 1
+    assert all(delay <= erasure_module._BATCH_BACKOFF_MAX_S for delay in delays)
 
 
 @pytest.mark.parametrize("operation", ["query", "delete_item", "batch_write_item"])
-def test_table_failures_are_store_errors(store: ConversationStore, dynamodb: Any, operation: str) -> None:
+def test_table_failures_are_store_errors(store: Repositories, dynamodb: Any, operation: str) -> None:
     _fill(store, "erased", PHONE)
     _failing(dynamodb, operation)
     with pytest.raises(StoreError, match="erase"):
-        store.erase_user("erased")
+        store.erasure.erase("erased")
 
 
 def test_a_link_code_and_its_pointer_are_written_together_and_stay_out_of_turns(
-    store: ConversationStore, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+    store: Repositories, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A colliding code is retried with a new one; the failed try leaves no pointer behind."""
     dynamodb.put_item(
@@ -233,24 +232,24 @@ def test_a_link_code_and_its_pointer_are_written_together_and_stay_out_of_turns(
         Item={"pk": {"S": "LINK#AAAAAAAAAA"}, "sk": {"S": "~LINK"}, "user_id": {"S": "other"}},
     )
     letters = itertools.chain(["A"] * 10, itertools.repeat("B"))
-    monkeypatch.setattr("onboarding.store.secrets.choice", lambda _: next(letters))
-    store.append_message("erased", "user", "hello")
+    monkeypatch.setattr("onboarding.persistence.keys.secrets.choice", lambda _: next(letters))
+    store.writes.append_message("erased", "user", "hello")
 
-    code = store.create_link_code("erased", lifetime_s=600)
+    code = store.phones.create_link_code("erased")
 
     assert code.code == "B" * 10
     pointers = [item for item in _items(dynamodb) if item["sk"]["S"].startswith("LINKCODE#")]
     assert [(p["pk"]["S"], p["sk"]["S"]) for p in pointers] == [("USER#erased", "LINKCODE#BBBBBBBBBB")]
     assert int(pointers[0]["expires_at"]["N"]) == int(code.expires_at.timestamp())
-    assert [m.content for m in store.load_turn_context("erased", message_limit=5).messages] == ["hello"]
-    assert [m.content for m in store.history_page("erased").messages] == ["hello"]
-    assert store.erase_user("erased") == ErasureReport(messages=1, link_codes=1)
+    assert [m.content for m in store.conversations.load_turn("erased", message_limit=5).messages] == ["hello"]
+    assert [m.content for m in store.conversations.history_page("erased", 20).messages] == ["hello"]
+    assert store.erasure.erase("erased") == ErasureReport(messages=1, link_codes=1)
     assert any(item["pk"]["S"] == "LINK#AAAAAAAAAA" for item in _items(dynamodb))  # not theirs: kept
 
 
 @pytest.fixture
-async def client(service: TurnService, store: ConversationStore) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app(service, store))
+async def client(service: TurnService, account: AccountService) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_app(service, account))
     async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as http:
         yield http
 
@@ -261,10 +260,10 @@ def _identity(sub: str) -> dict[str, str]:
 
 
 async def test_delete_me_erases_the_caller_and_returns_the_report(
-    client: httpx.AsyncClient, store: ConversationStore
+    client: httpx.AsyncClient, store: Repositories
 ) -> None:
     _fill(store, "user-1", PHONE)
-    store.append_message("user-2", "user", "not yours")
+    store.writes.append_message("user-2", "user", "not yours")
 
     response = await client.delete("/me", headers=_identity("user-1"))
 
@@ -281,15 +280,17 @@ async def test_delete_me_erases_the_caller_and_returns_the_report(
         },
         "total": 9,
     }
-    assert store.load_turn_context("user-1").messages == ()
-    assert [m.content for m in store.load_turn_context("user-2").messages] == ["not yours"]
+    assert store.conversations.load_turn("user-1", 20).messages == ()
+    assert [m.content for m in store.conversations.load_turn("user-2", 20).messages] == ["not yours"]
     again = await client.delete("/me", headers=_identity("user-1"))
     assert again.json()["total"] == 0
 
 
-async def test_delete_me_is_503_when_the_table_fails(client: httpx.AsyncClient, store: ConversationStore) -> None:
-    _failing(store._client, "batch_write_item")
-    store.append_message("user-1", "user", "hello")
+async def test_delete_me_is_503_when_the_table_fails(
+    client: httpx.AsyncClient, store: Repositories, dynamodb: Any
+) -> None:
+    _failing(dynamodb, "batch_write_item")
+    store.writes.append_message("user-1", "user", "hello")
     response = await client.delete("/me", headers=_identity("user-1"))
     assert response.status_code == 503
     assert response.headers["retry-after"] == "2"

@@ -1,21 +1,24 @@
 """Turns with a client message id (the app's own id, or Twilio's MessageSid): however often one
 message is delivered, its turn is stored once and answered once."""
 
+from typing import Any
+
 import pytest
 
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.server import Fault
-from onboarding.store import ConversationStore, StoreError
-from onboarding.turns import DuplicateMessageIdError, InvalidMessageError, ModelUnavailableError, TurnService
+from onboarding.model.errors import DuplicateMessageIdError, InvalidMessageError, ModelUnavailableError, StoreError
+from onboarding.persistence import Repositories
+from onboarding.turns import TurnService
 from tests.support.faults import fail_nth_call
 
 
-def _roles(store: ConversationStore, user_id: str = "u") -> list[str]:
-    return [m.role for m in store.load_turn_context(user_id, message_limit=100).messages]
+def _roles(store: Repositories, user_id: str = "u") -> list[str]:
+    return [m.role for m in store.conversations.load_turn(user_id, 100).messages]
 
 
 async def test_a_repeated_delivery_replays_the_stored_reply_without_the_model(
-    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     first = await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
     calls = len(emulator.requests)
@@ -31,7 +34,7 @@ async def test_a_repeated_delivery_replays_the_stored_reply_without_the_model(
 
 
 async def test_overlapping_deliveries_store_one_turn_and_agree_on_the_reply(
-    service: TurnService, store: ConversationStore
+    service: TurnService, store: Repositories
 ) -> None:
     """Deliveries that all start before any finishes (interleaved deterministically: in-process moto
     does not make transactions atomic across threads, as DynamoDB does)."""
@@ -44,7 +47,7 @@ async def test_overlapping_deliveries_store_one_turn_and_agree_on_the_reply(
 
 
 async def test_after_a_failed_reply_a_retry_answers_the_stored_message(
-    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     emulator.queue_fault(Fault("stream_error", after_chunks=1))
     with pytest.raises(ModelUnavailableError):
@@ -57,23 +60,23 @@ async def test_after_a_failed_reply_a_retry_answers_the_stored_message(
 
 
 async def test_a_reply_whose_write_failed_is_produced_again_once(
-    service: TurnService, store: ConversationStore
+    service: TurnService, store: Repositories, dynamodb: Any
 ) -> None:
-    fail_nth_call(store._client, "transact_write_items", 2)  # the reply's write
+    fail_nth_call(dynamodb, "transact_write_items", 2)  # the reply's write
     with pytest.raises(StoreError):
         await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
     await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
     assert _roles(store) == ["user", "assistant"]
 
 
-async def test_the_same_id_for_another_message_is_refused(service: TurnService, store: ConversationStore) -> None:
+async def test_the_same_id_for_another_message_is_refused(service: TurnService, store: Repositories) -> None:
     await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
     with pytest.raises(DuplicateMessageIdError):
         await service.start_turn("u", "Something else", "msg-1")
     assert _roles(store) == ["user", "assistant"]
 
 
-async def test_ids_are_per_user(service: TurnService, store: ConversationStore) -> None:
+async def test_ids_are_per_user(service: TurnService, store: Repositories) -> None:
     await (await service.start_turn("a", "Hello", "msg-1")).collect()
     second = await (await service.start_turn("b", "Hello", "msg-1")).collect()
     assert not second.replayed
@@ -82,7 +85,7 @@ async def test_ids_are_per_user(service: TurnService, store: ConversationStore) 
 
 @pytest.mark.parametrize("client_id", ["", "has space", "x" * 129, "semi;colon"])
 async def test_malformed_ids_are_refused_before_anything_is_stored(
-    service: TurnService, store: ConversationStore, client_id: str
+    service: TurnService, store: Repositories, client_id: str
 ) -> None:
     with pytest.raises(InvalidMessageError, match="client message id"):
         await service.start_turn("u", "Hello", client_id)
@@ -90,7 +93,7 @@ async def test_malformed_ids_are_refused_before_anything_is_stored(
 
 
 async def test_identified_turns_see_the_same_history_as_others(
-    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     first_request_of_turn: list[int] = []
     for index, text in enumerate(["Hi", "I'm a beginner", "I walk 5 km most days"]):

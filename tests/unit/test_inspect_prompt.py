@@ -7,8 +7,8 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 
 from infra.inspect_prompt import inspect, redact_system_prompt
-from onboarding.settings import Settings
-from onboarding.store import ConversationStore
+from onboarding.config import Settings
+from onboarding.persistence import Repositories
 from onboarding.turns import TurnService
 
 pytestmark = pytest.mark.unit
@@ -20,7 +20,7 @@ async def _conversation(service: TurnService) -> None:
 
 
 async def test_it_shows_the_prompt_window_and_budget_with_personal_data_redacted(
-    service: TurnService, settings: Settings, dynamodb: Any, llm: BaseChatModel, store: ConversationStore
+    service: TurnService, settings: Settings, dynamodb: Any, llm: BaseChatModel, store: Repositories
 ) -> None:
     await _conversation(service)
     out = io.StringIO()

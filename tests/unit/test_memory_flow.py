@@ -3,10 +3,7 @@ resets, the budget, the rolling summary, waiting for a field, and expiry. The re
 client talks to the Bedrock emulator (which applies Converse's tool rules); DynamoDB is moto."""
 
 import json
-from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 import pytest
@@ -14,41 +11,71 @@ from langchain_core.language_models import BaseChatModel
 
 from infra.bedrock_emulator import BedrockEmulator
 from infra.fidelity import ANSWERS, QUESTIONS
-from onboarding.agents.base import PromptLimits
-from onboarding.memory import WindowPolicy, is_reset_command
-from onboarding.model import build_chat_model
-from onboarding.orchestrator import MemoryRules, OnboardingAgentOrchestrator
-from onboarding.prompts import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT
-from onboarding.settings import Settings
-from onboarding.state import ONBOARDING_ORDER, OnboardingAgentType
-from onboarding.store import ConversationStore
-from onboarding.summary import Summarizer
-from onboarding.turns import MessageOverBudgetError, TurnService
+from onboarding.config import Settings
+from onboarding.llm.chat_model import build_chat_model
+from onboarding.llm.prompts import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT
+from onboarding.llm.resilience import CircuitBreaker
+from onboarding.llm.summarizer import Summarizer
+from onboarding.llm.tools import WorkingCopy
+from onboarding.model.errors import MessageOverBudgetError
+from onboarding.model.profile import UserProfile
+from onboarding.model.records import ConversationSummary
+from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState
+from onboarding.orchestrator import OnboardingAgentOrchestrator
+from onboarding.persistence import Repositories
+from onboarding.turns import TurnService
 from tests.support.clock import FakeClock
-from tests.unit.conftest import FAST_RETRIES, TABLE
+from tests.unit.conftest import TABLE
 
 pytestmark = pytest.mark.unit
 
-POLICY = WindowPolicy(max_messages=8, max_tokens=2000, keep_messages=4, keep_tokens=1000)
+
+def memory_settings(base: Settings, budget: int = 12_000) -> Settings:
+    """`base` (the unit fixture's fast retries) with a small window, so folds happen soon: a fold
+    starts past 8 messages or 2000 tokens and keeps 4 / 1000. A conversation ends after 30 minutes
+    or at "start over" / "reset"; a turn reads up to 60 messages; no rate limit. Validated, so the
+    limits must agree: below the default budget the window's tokens shrink to fit next to the
+    system prompt's allowance (that only moves folds, which the budget tests do not look at)."""
+    allowance = min(5000, budget // 2)
+    changes: dict[str, Any] = {
+        "token_budget": budget,
+        "system_prompt_allowance": allowance,
+        "window_max_messages": 8,
+        "window_max_tokens": min(2000, budget - allowance - 1),
+        "summary_max_tokens": 800,
+        "conversation_gap_s": 30 * 60,
+        "reset_keywords": ("start over", "reset"),
+        "history_load_limit": 60,
+        "rate_limit_messages": 0,
+    }
+    assert changes.keys() <= Settings.model_fields.keys()  # no misspelt name silently ignored
+    return Settings.model_validate(base.model_dump() | changes)
 
 
 class Harness:
     """A turn service on a clock the test moves, with a small window so folds happen soon."""
 
-    def __init__(self, store: ConversationStore, llm: BaseChatModel, clock: FakeClock, budget: int = 12_000) -> None:
+    def __init__(
+        self,
+        dynamodb: Any,
+        llm: BaseChatModel,
+        clock: FakeClock,
+        settings: Settings,
+        summarizer_llm: BaseChatModel | None = None,
+    ) -> None:
         self.clock = clock
-        self.store = store
-        now: Callable[[], datetime] = lambda: datetime.fromtimestamp(clock.now, UTC)  # noqa: E731
-        rules = MemoryRules(30 * 60, partial(is_reset_command, keywords=("start over", "reset")), now)
-        limits = PromptLimits(token_budget=budget, system_allowance=min(5000, budget // 2))
+        self.settings = settings
+        self.store = Repositories.over(dynamodb, TABLE, settings, clock)
+
+        def now() -> datetime:
+            return datetime.fromtimestamp(clock.now, UTC)
+
         self.service = TurnService(
-            OnboardingAgentOrchestrator(store, llm, 60, limits, rules),
-            store,
-            32 * 1024,
-            retry_policy=FAST_RETRIES,
-            summarizer=Summarizer(llm, store, POLICY, max_tokens=800),
-            rules=rules,
-            limits=limits,
+            OnboardingAgentOrchestrator(self.store.conversations, llm, settings, now),
+            self.store,
+            CircuitBreaker(settings.breaker),
+            summarizer=Summarizer(summarizer_llm or llm, settings.summary_max_tokens),
+            clock=now,
         )
 
     async def say(self, text: str, user_id: str = "u", client_id: str | None = None) -> str:
@@ -65,8 +92,8 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def harness(dynamodb: Any, llm: BaseChatModel, clock: FakeClock) -> Harness:
-    return Harness(ConversationStore(dynamodb, TABLE, clock=clock), llm, clock)
+def harness(dynamodb: Any, llm: BaseChatModel, clock: FakeClock, settings: Settings) -> Harness:
+    return Harness(dynamodb, llm, clock, memory_settings(settings))
 
 
 def _answer(reply: str) -> str | None:
@@ -84,7 +111,7 @@ def _coach_requests(emulator: BedrockEmulator, since: int = 0) -> list[Any]:
 async def _onboard(harness: Harness, until: OnboardingAgentType | None = None) -> list[str]:
     replies = [await harness.say("Hi! My name is Alexandra")]
     for _ in range(60):
-        state = harness.store.load_turn_context("u", 0).state
+        state = harness.store.conversations.load_turn("u", 0).state
         if state.onboarding_complete or state.current_agent == until:
             break
         answer = _answer(replies[-1])
@@ -97,7 +124,7 @@ async def test_tools_save_each_step_and_the_orchestrator_advances_to_completion(
     harness: Harness, emulator: BedrockEmulator
 ) -> None:
     replies = await _onboard(harness)
-    loaded = harness.store.load_turn_context("u", 60)
+    loaded = harness.store.conversations.load_turn("u", 60)
     state = loaded.state
     assert state.onboarding_complete
     for step in ONBOARDING_ORDER:
@@ -122,7 +149,7 @@ async def test_the_profile_outlives_conversations_and_the_preferred_name_wins(
 ) -> None:
     await harness.say("Hi! My name is Alexandra")
     await harness.say("Please call me Alex")
-    profile = harness.store.load_turn_context("u", 0).profile
+    profile = harness.store.conversations.load_turn("u", 0).profile
     assert (profile.name, profile.preferred_name) == ("Alexandra", "Alex")
     harness.clock.now += 31 * 60  # a new conversation: the window starts empty, the profile stays
     since = len(emulator.requests)
@@ -161,7 +188,7 @@ async def test_a_reset_keyword_starts_over_says_so_and_keeps_the_profile(
     assert "fresh conversation" in reply
     assert _coach_requests(emulator, since) == []  # said by us; the model is not asked to coach
     # ... and the old conversation is folded into the summary right after.
-    summary = harness.store.load_turn_context("u", 0).summary
+    summary = harness.store.conversations.load_turn("u", 0).summary
     assert summary is not None
     assert "My name is Alexandra" in summary.text
     since = len(emulator.requests)
@@ -173,18 +200,18 @@ async def test_a_reset_keyword_starts_over_says_so_and_keeps_the_profile(
 
 
 async def test_a_message_over_the_budget_is_refused_and_nothing_is_stored(
-    dynamodb: Any, llm: BaseChatModel, clock: FakeClock
+    dynamodb: Any, llm: BaseChatModel, clock: FakeClock, settings: Settings
 ) -> None:
-    harness = Harness(ConversationStore(dynamodb, TABLE, clock=clock), llm, clock, budget=2000)
+    harness = Harness(dynamodb, llm, clock, memory_settings(settings, budget=2000))
     with pytest.raises(MessageOverBudgetError, match="too long"):
         await harness.say("word " * 1500)
-    assert harness.store.load_turn_context("u", 10).messages == ()
+    assert harness.store.conversations.load_turn("u", 10).messages == ()
 
 
 async def test_the_budget_drops_the_oldest_whole_messages_first(
-    dynamodb: Any, llm: BaseChatModel, clock: FakeClock, emulator: BedrockEmulator
+    dynamodb: Any, llm: BaseChatModel, clock: FakeClock, settings: Settings, emulator: BedrockEmulator
 ) -> None:
-    harness = Harness(ConversationStore(dynamodb, TABLE, clock=clock), llm, clock, budget=2600)
+    harness = Harness(dynamodb, llm, clock, memory_settings(settings, budget=2600))
     texts = [f"note {i}: " + "lorem ipsum " * 150 for i in range(6)]
     for text in texts:
         await harness.service.start_turn("u", text)  # stored, not answered: history grows
@@ -210,7 +237,7 @@ async def test_the_summary_is_folded_after_the_reply_and_carried_by_the_system_p
             # The first token never waits for a fold: no summary request while the reply streams.
             assert len(emulator.requests) - len(_coach_requests(emulator)) == summaries_before
         await turn.fold_summary()
-    summary = harness.store.load_turn_context("u", 0).summary
+    summary = harness.store.conversations.load_turn("u", 0).summary
     assert summary is not None
     assert "I love rowing" in summary.text
     since = len(emulator.requests)
@@ -224,76 +251,74 @@ async def test_the_summary_is_folded_after_the_reply_and_carried_by_the_system_p
 async def test_a_failed_fold_loses_nothing_and_the_next_turn_folds_again(
     dynamodb: Any, llm: BaseChatModel, clock: FakeClock, settings: Settings
 ) -> None:
-    store = ConversationStore(dynamodb, TABLE, clock=clock)
-    broken = Harness(store, llm, clock)
+    limits = memory_settings(settings)
     # A summarizer whose every call is refused (Bedrock rejects a blank model id).
     failing = build_chat_model(settings.model_copy(update={"model_id": " "}))
-    broken.service._deps = replace(broken.service._deps, summarizer=Summarizer(failing, store, POLICY, 800))
+    broken = Harness(dynamodb, llm, clock, limits, summarizer_llm=failing)
     await broken.say("Hi! I love rowing")
     for index in range(8):
         await broken.say(f"small talk number {index}")
-    loaded = store.load_turn_context("u", 60)
+    loaded = broken.store.conversations.load_turn("u", 60)
     assert loaded.summary is None
     assert "Hi! I love rowing" in [m.content for m in loaded.messages]  # nothing lost
-    await Harness(store, llm, clock).say("and now?")
-    summary = store.load_turn_context("u", 0).summary
+    await Harness(dynamodb, llm, clock, limits).say("and now?")
+    summary = broken.store.conversations.load_turn("u", 0).summary
     assert summary is not None
     assert "I love rowing" in summary.text
 
 
-async def test_waiting_for_a_field_survives_channels_and_re_asks_are_bounded(
-    harness: Harness, store: ConversationStore
-) -> None:
+async def test_waiting_for_a_field_survives_channels_and_re_asks_are_bounded(harness: Harness) -> None:
     reply = await harness.say("Hi! My name is Alexandra")
     assert _answer(reply) == ANSWERS["fitness_level"]
     await harness.say(ANSWERS["fitness_level"])
     await harness.say("not sure, let me check")  # current_activity: the coach waits for it
-    state = harness.store.load_turn_context("u", 0).state
+    state = harness.store.conversations.load_turn("u", 0).state
     assert state.waiting_for is not None
     assert state.waiting_for.field == "current_activity"
     # The next message arrives by SMS (a MessageSid-keyed turn of the same user): it fills the field.
     await harness.say("I swim twice a week", client_id="SM" + "0" * 32)
-    state = harness.store.load_turn_context("u", 0).state
+    state = harness.store.conversations.load_turn("u", 0).state
     assert state.waiting_for is None
     assert state.agent_context["fitness_assessment"]["current_activity"] == "I swim twice a week"
     await harness.say("no idea")  # limitations: asked again once
     await harness.say("I don't know")  # twice: the bound (MAX_ASKS)
-    assert harness.store.load_turn_context("u", 0).state.waiting_for is not None
+    assert harness.settings.max_asks == 2
+    assert harness.store.conversations.load_turn("u", 0).state.waiting_for is not None
     await harness.say("still no idea, sorry")  # one more would be a third: the coach gives up on it
-    state = harness.store.load_turn_context("u", 0).state
+    state = harness.store.conversations.load_turn("u", 0).state
     assert state.waiting_for is None
     assert "fitness_assessment.limitations" in state.skipped
 
 
-async def test_messages_expire_and_reads_ignore_them_before_dynamodb_does(dynamodb: Any, clock: FakeClock) -> None:
-    store = ConversationStore(dynamodb, TABLE, clock=clock, message_ttl_s=3600)
-    old = store.append_message("u", "user", "old news")
-    clock.now += 1800
-    store.append_message("u", "user", "fresh")
+async def test_messages_expire_and_reads_ignore_them_before_dynamodb_does(
+    dynamodb: Any, clock: FakeClock, settings: Settings
+) -> None:
+    day = 24 * 3600  # the setting is in days: MESSAGE_TTL_DAYS=1
+    store = Repositories.over(dynamodb, TABLE, settings.model_copy(update={"message_ttl_days": 1}), clock)
+    old = store.writes.append_message("u", "user", "old news")
+    clock.now += day / 2
+    store.writes.append_message("u", "user", "fresh")
+    assert old.created_at is not None
     item = dynamodb.get_item(
         TableName=TABLE, Key={"pk": {"S": "USER#u"}, "sk": {"S": "MSG#" + old.message_id.replace("-", "#")}}
     )["Item"]
-    assert int(item["expires_at"]["N"]) == int(old.created_at.timestamp()) + 3600
-    clock.now += 1900  # the first has expired; DynamoDB has not removed it yet
-    assert [m.content for m in store.load_turn_context("u", 10).messages] == ["fresh"]
-    assert [m.content for m in store.history_page("u").messages] == ["fresh"]
+    assert int(item["expires_at"]["N"]) == int(old.created_at.timestamp()) + day
+    clock.now += day / 2 + 100  # the first has expired; DynamoDB has not removed it yet
+    assert [m.content for m in store.conversations.load_turn("u", 10).messages] == ["fresh"]
+    assert [m.content for m in store.conversations.history_page("u", 20).messages] == ["fresh"]
 
 
-async def test_the_summary_store_keeps_the_fold_that_covers_more(store: ConversationStore) -> None:
-    from onboarding.store import ConversationSummary
-
-    assert store.save_summary("u", ConversationSummary("newer", "0000000000002-aaaaaaaaaaaa"))
-    assert not store.save_summary("u", ConversationSummary("older", "0000000000001-aaaaaaaaaaaa"))
-    summary = store.load_turn_context("u", 0).summary
+async def test_the_summary_store_keeps_the_fold_that_covers_more(store: Repositories) -> None:
+    assert store.writes.save_summary("u", ConversationSummary("newer", "0000000000002-aaaaaaaaaaaa"))
+    assert not store.writes.save_summary("u", ConversationSummary("older", "0000000000001-aaaaaaaaaaaa"))
+    summary = store.conversations.load_turn("u", 0).summary
     assert summary is not None
     assert summary.text == "newer"
 
 
-def test_tool_results_are_json_the_model_can_read() -> None:
-    from onboarding.profile import UserProfile
-    from onboarding.state import OnboardingState
-    from onboarding.tools import TurnMemory
-
-    memory = TurnMemory(OnboardingAgentType.SCHEDULING, OnboardingState(current_agent="scheduling"), UserProfile())
+def test_tool_results_are_json_the_model_can_read(settings: Settings) -> None:
+    memory = WorkingCopy(
+        OnboardingAgentType.SCHEDULING, OnboardingState(current_agent="scheduling"), UserProfile(), settings
+    )
     assert json.loads(memory.save_answers({"timezone": "UTC"}, step_complete=True))["still_missing"]
     assert "error" in json.loads(memory.ask_for("no_such_field"))

@@ -1,5 +1,6 @@
 """OnboardingAgentOrchestrator: agent choice, history loading, and the spec's error handling."""
 
+import json
 import logging
 from typing import Any
 
@@ -7,19 +8,22 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 
 from onboarding.agents import DietPlanningAgent, FitnessAssessmentAgent
+from onboarding.config import DEFAULT_LIMITS, Limits, Settings
+from onboarding.model.records import TurnContext
+from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.orchestrator import OnboardingAgentOrchestrator
-from onboarding.state import OnboardingAgentType, OnboardingState
-from onboarding.store import ConversationStore
+from onboarding.persistence import Repositories
+from tests.support.seed import save_state
 
 from .conftest import TABLE
 
 
 async def test_orchestrator_loads_conversation_history(
-    store: ConversationStore, orchestrator: OnboardingAgentOrchestrator
+    store: Repositories, orchestrator: OnboardingAgentOrchestrator
 ) -> None:
     """The spec's example: R4.1, R4.4-R4.6."""
     for i in range(5):
-        store.append_message("test-user", "user" if i % 2 == 0 else "assistant", f"Message {i}")
+        store.writes.append_message("test-user", "user" if i % 2 == 0 else "assistant", f"Message {i}")
     agent = await orchestrator.get_current_agent("test-user")
     assert len(agent.context.conversation_history) == 5
     assert agent.context.conversation_history[0]["content"] == "Message 0"
@@ -34,9 +38,11 @@ async def test_a_new_user_starts_with_the_fitness_assessment(orchestrator: Onboa
 
 
 async def test_the_saved_state_picks_the_agent_and_its_context(
-    store: ConversationStore, orchestrator: OnboardingAgentOrchestrator
+    dynamodb: Any, orchestrator: OnboardingAgentOrchestrator
 ) -> None:
-    store.save_state(
+    save_state(
+        dynamodb,
+        TABLE,
         "u",
         OnboardingState(
             current_agent=OnboardingAgentType.DIET_PLANNING,
@@ -49,21 +55,20 @@ async def test_the_saved_state_picks_the_agent_and_its_context(
     assert "goal_setting.primary_goal: fat loss" in agent.get_system_prompt()
 
 
-async def test_only_the_newest_20_are_loaded(
-    store: ConversationStore, orchestrator: OnboardingAgentOrchestrator
-) -> None:
+async def test_only_the_newest_20_are_loaded(store: Repositories, orchestrator: OnboardingAgentOrchestrator) -> None:
     """R4.3 / R6.1 / R6.3 / R6.4."""
     for i in range(45):
-        store.append_message("u", "user" if i % 2 == 0 else "assistant", f"m{i}")
+        store.writes.append_message("u", "user" if i % 2 == 0 else "assistant", f"m{i}")
     agent = await orchestrator.get_current_agent("u")
     assert [entry["content"] for entry in agent.context.conversation_history] == [f"m{i}" for i in range(25, 45)]
 
 
 async def test_read_failure_gives_empty_history_and_a_warning(
-    dynamodb: Any, llm: BaseChatModel, caplog: pytest.LogCaptureFixture
+    dynamodb: Any, llm: BaseChatModel, settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Spec error handling, database query failures: empty history, the agent still works."""
-    orchestrator = OnboardingAgentOrchestrator(ConversationStore(dynamodb, "missing-table"), llm)
+    missing = Repositories.over(dynamodb, "missing-table", settings)
+    orchestrator = OnboardingAgentOrchestrator(missing.conversations, llm, settings)
     with caplog.at_level(logging.WARNING):
         agent = await orchestrator.get_current_agent("u")
     assert isinstance(agent, FitnessAssessmentAgent)
@@ -74,12 +79,40 @@ async def test_read_failure_gives_empty_history_and_a_warning(
 async def test_agent_creation_failure_raises_value_error(orchestrator: OnboardingAgentOrchestrator) -> None:
     """Spec error handling, agent instantiation failures: a clear ValueError."""
     with pytest.raises(ValueError, match="Agent creation failed"):
-        await orchestrator._create_agent(OnboardingAgentType.GOAL_SETTING, {}, "", [])
+        orchestrator._create_agent(OnboardingAgentType.GOAL_SETTING, {}, "", [], TurnContext(), None)
     with pytest.raises(ValueError, match="Agent creation failed"):
-        await orchestrator._create_agent("no_such_step", {}, "u", [])  # type: ignore[arg-type]
+        orchestrator._create_agent("no_such_step", {}, "u", [], TurnContext(), None)  # type: ignore[arg-type]
 
 
-def test_history_limit_default_is_20(store: ConversationStore, llm: BaseChatModel) -> None:
-    assert OnboardingAgentOrchestrator.HISTORY_LIMIT == 20
-    assert OnboardingAgentOrchestrator(store, llm)._history_limit == 20
-    assert TABLE
+def _query_limits(dynamodb: Any) -> list[int]:
+    """The `Limit` of every Query the client sends from now on, as sent (a botocore before-call hook)."""
+    seen: list[int] = []
+
+    def hook(params: dict[str, Any], **_: Any) -> None:
+        seen.append(json.loads(params["body"])["Limit"])
+
+    dynamodb.meta.events.register("before-call.dynamodb.Query", hook)
+    return seen
+
+
+async def test_history_load_limit_default_is_20(
+    dynamodb: Any, store: Repositories, llm: BaseChatModel, settings: Settings
+) -> None:
+    """The design card's "latest 20 messages": the default limit, and the one Query a turn's load sends
+    (the 20 newest messages plus the state, profile and summary items)."""
+    assert Limits.model_fields["history_load_limit"].default == 20
+    assert DEFAULT_LIMITS.history_load_limit == 20
+    assert Settings.from_env({"TABLE_NAME": TABLE}).history_load_limit == 20
+    for i in range(45):
+        store.writes.append_message("u", "user" if i % 2 == 0 else "assistant", f"m{i}")
+    seen = _query_limits(dynamodb)
+    # Built without limits (the orchestrator's own default), and from the default settings.
+    for orchestrator in (
+        OnboardingAgentOrchestrator(store.conversations, llm),
+        OnboardingAgentOrchestrator(store.conversations, llm, Settings(table_name=TABLE)),
+        OnboardingAgentOrchestrator(store.conversations, llm, settings),
+    ):
+        assert orchestrator.limits.history_load_limit == 20
+        agent = await orchestrator.get_current_agent("u")
+        assert len(agent.context.conversation_history) == 20
+    assert seen == [20 + 3] * 3

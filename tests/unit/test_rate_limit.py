@@ -1,5 +1,6 @@
 """Per-user rate limit: counted in the same write that stores the message, on both channels."""
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,21 +13,29 @@ from functions.api.app import create_app
 from functions.sms_worker.app import make_handler
 from infra.lambda_runner import LocalLambdaContext
 from infra.twilio_emulator import TwilioEmulator
+from onboarding.account import AccountService
+from onboarding.config import RateLimit, Settings
+from onboarding.llm.resilience import CircuitBreaker
+from onboarding.model.errors import RateLimitedError, StoreError
 from onboarding.orchestrator import OnboardingAgentOrchestrator
+from onboarding.persistence import Repositories
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.responder import SLOW_DOWN, SmsResponder
 from onboarding.sms.sender import TwilioSender
-from onboarding.store import ConversationStore, RateLimit, RateLimitedError, StoreError
 from onboarding.turns import TurnService
 from tests.support.clock import FakeClock
 from tests.support.faults import fail_nth_call
 from tests.support.sqs_events import sqs_event, sqs_record
-from tests.unit.conftest import FAST_RETRIES, TABLE
-from tests.unit.test_api import identity
+from tests.unit.conftest import TABLE
 
 pytestmark = pytest.mark.unit
 
 LIMIT = RateLimit(messages=3, window_s=60)
+
+
+def identity(sub: str) -> dict[str, str]:
+    """The header Lambda Web Adapter builds from API Gateway's request context."""
+    return {"x-amzn-request-context": json.dumps({"requestId": "req-1", "authorizer": {"claims": {"sub": sub}}})}
 
 
 @pytest.fixture
@@ -35,41 +44,50 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def limited_store(dynamodb: Any, clock: FakeClock) -> ConversationStore:
-    return ConversationStore(dynamodb, TABLE, clock=clock)
+def limited_settings(settings: Settings) -> Settings:
+    """The test settings with LIMIT as the rate limit and 1000-byte messages."""
+    limited = Settings.model_validate(
+        settings.model_dump()
+        | {"rate_limit_messages": LIMIT.messages, "rate_limit_window_s": LIMIT.window_s, "max_message_bytes": 1000}
+    )
+    assert limited.rate_limit == LIMIT
+    return limited
 
 
 @pytest.fixture
-def limited_service(limited_store: ConversationStore, llm: BaseChatModel) -> TurnService:
-    orchestrator = OnboardingAgentOrchestrator(limited_store, llm)
-    return TurnService(orchestrator, limited_store, 1000, rate_limit=LIMIT, retry_policy=FAST_RETRIES)
+def limited_store(dynamodb: Any, limited_settings: Settings, clock: FakeClock) -> Repositories:
+    return Repositories.over(dynamodb, TABLE, limited_settings, clock=clock)
 
 
-def contents(store: ConversationStore, user_id: str = "u") -> list[str]:
-    return [m.content for m in store.load_turn_context(user_id, 50).messages if m.role == "user"]
+@pytest.fixture
+def limited_service(limited_store: Repositories, llm: BaseChatModel, limited_settings: Settings) -> TurnService:
+    orchestrator = OnboardingAgentOrchestrator(limited_store.conversations, llm, limited_settings)
+    return TurnService(orchestrator, limited_store, CircuitBreaker(limited_settings.breaker))
 
 
-def test_the_message_over_the_limit_is_refused_and_not_stored(
-    limited_store: ConversationStore, clock: FakeClock
-) -> None:
+def contents(store: Repositories, user_id: str = "u") -> list[str]:
+    return [m.content for m in store.conversations.load_turn(user_id, 50).messages if m.role == "user"]
+
+
+def test_the_message_over_the_limit_is_refused_and_not_stored(limited_store: Repositories, clock: FakeClock) -> None:
     for i in range(3):
-        limited_store.append_message("u", "user", f"m{i}", LIMIT)
+        limited_store.writes.append_message("u", "user", f"m{i}", LIMIT)
     with pytest.raises(RateLimitedError) as refused:
-        limited_store.append_message("u", "user", "one too many", LIMIT)
+        limited_store.writes.append_message("u", "user", "one too many", LIMIT)
     assert refused.value.retry_after_s == 50  # the window ends 50 s from now
     assert contents(limited_store) == ["m0", "m1", "m2"]
-    limited_store.append_message("u", "assistant", "replies are never limited")
-    limited_store.append_message("other-user", "user", "each user has their own count", LIMIT)
+    limited_store.writes.append_message("u", "assistant", "replies are never limited")
+    limited_store.writes.append_message("other-user", "user", "each user has their own count", LIMIT)
     clock.now += 50  # the next window
-    limited_store.append_message("u", "user", "later", LIMIT)
+    limited_store.writes.append_message("u", "user", "later", LIMIT)
     assert contents(limited_store) == ["m0", "m1", "m2", "later"]
 
 
 def test_the_counter_sorts_before_messages_and_expires(
-    limited_store: ConversationStore, dynamodb: Any, clock: FakeClock
+    limited_store: Repositories, dynamodb: Any, clock: FakeClock
 ) -> None:
     """The newest-first Query of a turn never meets counters; TTL removes them after their window."""
-    limited_store.append_message("u", "user", "hi", LIMIT)
+    limited_store.writes.append_message("u", "user", "hi", LIMIT)
     items = dynamodb.query(
         TableName=TABLE,
         KeyConditionExpression="pk = :pk AND begins_with(sk, :limit)",
@@ -79,11 +97,11 @@ def test_the_counter_sorts_before_messages_and_expires(
     assert counter["sk"]["S"] < "MSG#"
     assert counter["message_count"]["N"] == "1"
     assert int(counter["expires_at"]["N"]) > clock.now + 50
-    assert [m.content for m in limited_store.load_turn_context("u").messages] == ["hi"]
+    assert [m.content for m in limited_store.conversations.load_turn("u", 20).messages] == ["hi"]
 
 
 async def test_a_repeated_client_message_id_does_not_count(
-    limited_service: TurnService, limited_store: ConversationStore
+    limited_service: TurnService, limited_store: Repositories
 ) -> None:
     for _ in range(5):
         await (await limited_service.start_turn("u", "same message", "client-1")).collect()
@@ -94,8 +112,18 @@ async def test_a_repeated_client_message_id_does_not_count(
     assert contents(limited_store) == ["same message", "second", "third"]
 
 
+def test_a_repeated_client_message_id_is_replayed_even_when_the_window_is_full(limited_store: Repositories) -> None:
+    """Only a first delivery counts: a redelivery (an SQS retry) in a full window gets its stored turn."""
+    first = limited_store.writes.claim_user_message("u", "client-1", "m0", LIMIT)
+    for i in (1, 2):
+        limited_store.writes.claim_user_message("u", f"client-{i + 1}", f"m{i}", LIMIT)
+    again = limited_store.writes.claim_user_message("u", "client-1", "m0", LIMIT)
+    assert (again.first, again.user_message) == (False, first.user_message)
+    assert contents(limited_store) == ["m0", "m1", "m2"]
+
+
 async def test_a_refused_client_message_id_can_be_sent_again_later(
-    limited_service: TurnService, limited_store: ConversationStore, clock: FakeClock
+    limited_service: TurnService, limited_store: Repositories, clock: FakeClock
 ) -> None:
     for i in range(3):
         await limited_service.start_turn("u", f"m{i}")
@@ -108,9 +136,9 @@ async def test_a_refused_client_message_id_can_be_sent_again_later(
 
 
 async def test_the_api_answers_429_with_retry_after_and_stores_nothing(
-    limited_service: TurnService, limited_store: ConversationStore
+    limited_service: TurnService, limited_store: Repositories, limited_settings: Settings
 ) -> None:
-    transport = httpx.ASGITransport(app=create_app(limited_service, limited_store))
+    transport = httpx.ASGITransport(app=create_app(limited_service, AccountService(limited_store, limited_settings)))
     async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as client:
         for i in range(3):
             assert (await client.post("/chat", json={"message": f"m{i}"}, headers=identity("u"))).status_code == 200
@@ -131,7 +159,7 @@ def twilio() -> Iterator[TwilioEmulator]:
 
 def test_sms_over_the_limit_gets_one_slow_down_text_per_window(
     limited_service: TurnService,
-    limited_store: ConversationStore,
+    limited_store: Repositories,
     twilio: TwilioEmulator,
     idempotency_table: str,
     clock: FakeClock,
@@ -161,12 +189,12 @@ def test_sms_over_the_limit_gets_one_slow_down_text_per_window(
 
 
 def test_a_table_failure_while_recording_the_notice_is_a_store_error(
-    limited_store: ConversationStore, dynamodb: Any
+    limited_store: Repositories, dynamodb: Any
 ) -> None:
     for i in range(3):
-        limited_store.append_message("u", "user", f"m{i}", LIMIT)
+        limited_store.writes.append_message("u", "user", f"m{i}", LIMIT)
     fail_nth_call(dynamodb, "update_item", 1)
     with pytest.raises(StoreError, match="rate-limit notice"):
-        limited_store.claim_rate_notice("u", LIMIT)
-    assert limited_store.claim_rate_notice("u", LIMIT) is True  # the failed call recorded nothing
-    assert limited_store.claim_rate_notice("u", LIMIT) is False
+        limited_store.rate_limits.claim_notice("u", LIMIT)
+    assert limited_store.rate_limits.claim_notice("u", LIMIT) is True  # the failed call recorded nothing
+    assert limited_store.rate_limits.claim_notice("u", LIMIT) is False

@@ -18,17 +18,32 @@ from langchain_core.language_models import BaseChatModel
 from functions.api.app import create_app
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.server import Fault
-from onboarding.model import build_chat_model
+from onboarding.account import AccountService
+from onboarding.config import DEFAULT_LIMITS, BreakerPolicy, RetryPolicy, Settings
+from onboarding.llm.chat_model import build_chat_model
+from onboarding.llm.resilience import CircuitBreaker, is_transient_model_error
+from onboarding.model.errors import CoachUnavailableError, ModelUnavailableError
 from onboarding.orchestrator import OnboardingAgentOrchestrator
-from onboarding.resilience import CircuitBreaker, RetryPolicy, is_transient_model_error
-from onboarding.settings import Settings
-from onboarding.store import ConversationStore
-from onboarding.turns import CoachUnavailableError, ModelUnavailableError, TurnService
+from onboarding.persistence import ConversationRepository, Repositories
+from onboarding.turns import TurnService
 from tests.support.clock import FakeClock
-from tests.unit.conftest import FAST_RETRIES
 from tests.unit.test_api import identity, parse_sse
 
 pytestmark = pytest.mark.unit
+
+
+def settings_with(settings: Settings, **changes: Any) -> Settings:
+    """`settings` with `changes`, validated (and no misspelt name silently ignored)."""
+    assert changes.keys() <= Settings.model_fields.keys()
+    return Settings.model_validate(settings.model_dump() | changes)
+
+
+def service_with(
+    store: Repositories, llm: BaseChatModel, settings: Settings, breaker: CircuitBreaker | None = None
+) -> TurnService:
+    """A turn service whose limits (retries among them) are `settings`, as the composition root builds it."""
+    orchestrator = OnboardingAgentOrchestrator(store.conversations, llm, settings)
+    return TurnService(orchestrator, store, breaker or CircuitBreaker(settings.breaker))
 
 
 def metrics_in(output: str) -> list[str]:
@@ -45,7 +60,7 @@ def metrics_in(output: str) -> list[str]:
 )
 async def test_a_stream_that_fails_before_its_first_token_is_retried(
     service: TurnService,
-    store: ConversationStore,
+    store: Repositories,
     emulator: BedrockEmulator,
     fault: Fault,
     capsys: pytest.CaptureFixture[str],
@@ -55,17 +70,17 @@ async def test_a_stream_that_fails_before_its_first_token_is_retried(
     result = await (await service.start_turn("u", "Hello")).collect()
     assert result.reply.startswith("Hi, I'm your coach!")
     assert len(emulator.requests) - before == 2
-    assert [m.role for m in store.load_turn_context("u").messages] == ["user", "assistant"]
+    assert [m.role for m in store.conversations.load_turn("u", 20).messages] == ["user", "assistant"]
     assert "ModelRetry" in metrics_in(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("fault", [Fault("throttle"), Fault("unavailable")], ids=["429", "503"])
 async def test_an_error_response_is_retried_by_botocore_with_backoff(
-    store: ConversationStore, emulator: BedrockEmulator, fault: Fault
+    store: Repositories, settings: Settings, emulator: BedrockEmulator, fault: Fault
 ) -> None:
     """botocore's standard mode retries what Bedrock refuses outright; our retries do not add to it."""
-    llm = build_chat_model(Settings(table_name="onboarding-memory-test", model_max_attempts=3))
-    service = TurnService(OnboardingAgentOrchestrator(store, llm), store, 1000, retry_policy=FAST_RETRIES)
+    botocore_retries = settings_with(settings, model_max_attempts=3)
+    service = service_with(store, build_chat_model(botocore_retries), botocore_retries)
     emulator.queue_fault(fault)
     before = len(emulator.requests)
     result = await (await service.start_turn("u", "Hello")).collect()
@@ -74,18 +89,18 @@ async def test_an_error_response_is_retried_by_botocore_with_backoff(
 
 
 async def test_an_error_response_after_botocores_retries_is_not_retried_again(
-    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     emulator.queue_fault(Fault("throttle"))  # the fixture's model makes one attempt
     before = len(emulator.requests)
     with pytest.raises(ModelUnavailableError):
         await (await service.start_turn("u", "Hello")).collect()
     assert len(emulator.requests) - before == 1
-    assert [m.role for m in store.load_turn_context("u").messages] == ["user"]
+    assert [m.role for m in store.conversations.load_turn("u", 20).messages] == ["user"]
 
 
 async def test_a_failure_after_the_first_token_is_not_retried(
-    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     """A retry would send the user the start of the reply twice; they are told instead."""
     emulator.queue_fault(Fault("stream_throttle", after_chunks=2))
@@ -101,15 +116,22 @@ async def test_a_failure_after_the_first_token_is_not_retried(
         await consume()
     assert len(received) == 2
     assert len(emulator.requests) - before == 1
-    assert [(m.role, m.content) for m in store.load_turn_context("u").messages] == [("user", "Hello")]
+    assert [(m.role, m.content) for m in store.conversations.load_turn("u", 20).messages] == [("user", "Hello")]
 
 
 async def test_retries_stop_within_the_time_budget(
-    orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, emulator: BedrockEmulator
+    llm: BaseChatModel, store: Repositories, settings: Settings, emulator: BedrockEmulator
 ) -> None:
     """With backoffs longer than the budget, no retry is started: the Lambda's time is not spent waiting."""
-    policy = RetryPolicy(attempts=10, budget_s=0.2, first_backoff_s=1.0, max_backoff_s=4.0)
-    service = TurnService(orchestrator, store, 1000, retry_policy=policy)
+    patient = settings_with(
+        settings,
+        model_stream_attempts=10,
+        model_retry_budget_s=0.2,
+        model_first_backoff_s=1.0,
+        model_max_backoff_s=4.0,
+    )
+    assert patient.retry == RetryPolicy(attempts=10, budget_s=0.2, first_backoff_s=1.0, max_backoff_s=4.0)
+    service = service_with(store, llm, patient)
     for _ in range(10):
         emulator.queue_fault(Fault("stream_throttle"))
     before = len(emulator.requests)
@@ -137,9 +159,11 @@ def test_only_transient_errors_are_retried(error: BaseException, transient: bool
     assert is_transient_model_error(error) is transient
 
 
-def test_the_breaker_opens_after_failures_in_a_row_and_half_opens_after_its_reset_time() -> None:
+def test_the_breaker_opens_after_failures_in_a_row_and_half_opens_after_its_reset_time(settings: Settings) -> None:
     clock = FakeClock()
-    breaker = CircuitBreaker(failure_threshold=3, reset_s=30, clock=clock)
+    policy = settings_with(settings, circuit_failure_threshold=3, circuit_reset_s=30).breaker
+    assert policy == BreakerPolicy(failure_threshold=3, reset_s=30)
+    breaker = CircuitBreaker(policy, clock=clock)
     breaker.record_failure()
     breaker.record_failure()
     breaker.record_success()  # a success resets the count
@@ -160,15 +184,15 @@ def test_the_breaker_opens_after_failures_in_a_row_and_half_opens_after_its_rese
 
 
 async def test_an_open_breaker_answers_at_once_without_the_model_and_keeps_the_message(
-    orchestrator: OnboardingAgentOrchestrator,
-    store: ConversationStore,
+    llm: BaseChatModel,
+    store: Repositories,
+    settings: Settings,
     emulator: BedrockEmulator,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     clock = FakeClock()
-    service = TurnService(
-        orchestrator, store, 1000, breaker=CircuitBreaker(2, 60, clock=clock), retry_policy=RetryPolicy(attempts=1)
-    )
+    limits = settings_with(settings, circuit_failure_threshold=2, circuit_reset_s=60, model_stream_attempts=1)
+    service = service_with(store, llm, limits, CircuitBreaker(limits.breaker, clock=clock))
     for _ in range(2):
         emulator.queue_fault(Fault("stream_error"))
         with pytest.raises(ModelUnavailableError):
@@ -178,7 +202,11 @@ async def test_an_open_breaker_answers_at_once_without_the_model_and_keeps_the_m
         await (await service.start_turn("u", "hello?")).collect()
     assert raised.value.retry_after_s == 60
     assert len(emulator.requests) == before, "an open breaker must not call the model"
-    assert [m.content for m in store.load_turn_context("u").messages] == ["are you there?", "are you there?", "hello?"]
+    assert [m.content for m in store.conversations.load_turn("u", 20).messages] == [
+        "are you there?",
+        "are you there?",
+        "hello?",
+    ]
     assert {"ModelFailed", "ModelCircuitOpened", "ModelCallSkipped"} <= set(metrics_in(capsys.readouterr().out))
     clock.now += 60  # the outage is over: the next turn tries the model and answers all three messages
     result = await (await service.start_turn("u", "still there?")).collect()
@@ -187,12 +215,11 @@ async def test_an_open_breaker_answers_at_once_without_the_model_and_keeps_the_m
 
 
 async def test_the_api_answers_503_with_retry_after_when_the_breaker_is_open(
-    orchestrator: OnboardingAgentOrchestrator, store: ConversationStore, emulator: BedrockEmulator
+    llm: BaseChatModel, store: Repositories, account: AccountService, settings: Settings, emulator: BedrockEmulator
 ) -> None:
-    service = TurnService(
-        orchestrator, store, 1000, breaker=CircuitBreaker(1, 45, clock=FakeClock()), retry_policy=RetryPolicy(1)
-    )
-    transport = httpx.ASGITransport(app=create_app(service, store))
+    limits = settings_with(settings, circuit_failure_threshold=1, circuit_reset_s=45, model_stream_attempts=1)
+    service = service_with(store, llm, limits, CircuitBreaker(limits.breaker, clock=FakeClock()))
+    transport = httpx.ASGITransport(app=create_app(service, account))
     async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as client:
         emulator.queue_fault(Fault("throttle"))
         failed = await client.post("/chat", json={"message": "one"}, headers=identity("u"))
@@ -207,14 +234,18 @@ async def test_the_api_answers_503_with_retry_after_when_the_breaker_is_open(
     assert "Your message is saved" in body["message"]
     [(name, data)] = parse_sse(streamed.text)
     assert (name, data["error"], data["retryAfter"]) == ("error", "coach_unavailable", 45)
-    assert [m.content for m in store.load_turn_context("u").messages] == ["one", "two", "three"]
+    assert [m.content for m in store.conversations.load_turn("u", 20).messages] == ["one", "two", "three"]
 
 
 async def test_a_history_read_failure_is_logged_and_counted(
-    dynamodb: Any, llm: BaseChatModel, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+    dynamodb: Any,
+    llm: BaseChatModel,
+    settings: Settings,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Seed R6: the turn goes on with empty history; operators see a warning and a metric."""
-    orchestrator = OnboardingAgentOrchestrator(ConversationStore(dynamodb, "missing-table"), llm)
+    orchestrator = OnboardingAgentOrchestrator(ConversationRepository(dynamodb, "missing-table"), llm, settings)
     with caplog.at_level(logging.WARNING):
         agent = await orchestrator.get_current_agent("u")
     assert list(agent.context.conversation_history) == []
@@ -222,6 +253,6 @@ async def test_a_history_read_failure_is_logged_and_counted(
     assert metrics_in(capsys.readouterr().out) == ["HistoryLoadFailed"]
 
 
-def test_the_unit_fixture_keeps_the_default_policy_shape() -> None:
+def test_the_unit_fixture_keeps_the_default_policy_shape(settings: Settings) -> None:
     """Tests shorten the waits only; the number of tries is the product's default."""
-    assert FAST_RETRIES.attempts == RetryPolicy().attempts
+    assert settings.retry.attempts == DEFAULT_LIMITS.retry.attempts

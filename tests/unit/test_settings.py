@@ -1,11 +1,14 @@
 """Settings from the environment, and the chat model built from them."""
 
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
-from onboarding.model import bedrock_client_config, build_chat_model
-from onboarding.settings import DEFAULT_MODEL_ID, Settings
-from onboarding.store import RateLimit
+from onboarding.config import DEFAULT_MODEL_ID, BreakerPolicy, RateLimit, Settings
+from onboarding.llm.chat_model import bedrock_client_config, build_chat_model
+
+from .conftest import TABLE
 
 
 def test_defaults_and_overrides() -> None:
@@ -39,7 +42,7 @@ def test_one_botocore_config_carries_retries_and_timeouts() -> None:
 
 def test_resilience_and_rate_limit_settings_reach_the_turn_service() -> None:
     from infra.template import load_template
-    from onboarding.wiring import build_turn_service
+    from onboarding.composition import build_turn_service
 
     environ = {
         "TABLE_NAME": "t-1",
@@ -52,10 +55,13 @@ def test_resilience_and_rate_limit_settings_reach_the_turn_service() -> None:
     }
     settings = Settings.from_env(environ)
     service = build_turn_service(settings)
-    assert service.rate_limit == RateLimit(7, 30)
+    assert service.limits.rate_limit == RateLimit(7, 30)
     assert (settings.model_stream_attempts, settings.model_retry_budget_s) == (4, 12.5)
+    assert (service.limits.retry.attempts, service.limits.retry.budget_s) == (4, 12.5)
     assert (settings.circuit_failure_threshold, settings.circuit_reset_s) == (2, 9)
-    assert build_turn_service(Settings.from_env({"TABLE_NAME": "t-1", "RATE_LIMIT_MESSAGES": "0"})).rate_limit is None
+    assert service.limits.breaker == BreakerPolicy(2, 9)
+    unlimited = build_turn_service(Settings.from_env({"TABLE_NAME": "t-1", "RATE_LIMIT_MESSAGES": "0"}))
+    assert unlimited.limits.rate_limit is None
     # The template gives every function the rate limit from its parameters.
     variables = load_template()["Globals"]["Function"]["Environment"]["Variables"]
     assert variables["RATE_LIMIT_MESSAGES"] == {"Ref": "RateLimitMessages"}
@@ -83,8 +89,17 @@ def test_a_budget_that_cannot_hold_the_window_fails_loudly() -> None:
         Settings.from_env({"TABLE_NAME": "t-1", "TOKEN_BUDGET": "9000", "WINDOW_MAX_TOKENS": "4000"})
 
 
-def test_message_expiry_reaches_the_store() -> None:
-    from onboarding.store_factory import build_store
+def test_message_expiry_reaches_the_store(dynamodb: Any) -> None:
+    """MESSAGE_TTL_DAYS travels through the composition root to the items the store writes."""
+    from onboarding.composition import build_repositories
 
-    assert build_store(Settings(table_name="t-1", message_ttl_days=2))._message_ttl_s == 2 * 24 * 3600
-    assert build_store(Settings(table_name="t-1", message_ttl_days=0))._message_ttl_s is None
+    for days, user in ((2, "a"), (0, "b")):
+        stored = build_repositories(Settings(table_name=TABLE, message_ttl_days=days)).writes.append_message(
+            user, "user", "hi"
+        )
+        item = dynamodb.query(
+            TableName=TABLE, KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": {"S": f"USER#{user}"}}
+        )["Items"][0]
+        assert stored.created_at is not None
+        expected = {"N": str(int(stored.created_at.timestamp()) + 2 * 24 * 3600)} if days else None
+        assert item.get("expires_at") == expected

@@ -5,8 +5,8 @@ import pytest
 from moto import mock_aws
 from pydantic import ValidationError
 
-from onboarding.sms.settings import WebhookSettings, WorkerSettings
-from onboarding.sms.wiring import build_parameters, webhook_url
+from onboarding.composition import build_parameters, webhook_url
+from onboarding.config import WebhookSettings, WorkerSettings
 
 BASE = {"SMS_QUEUE_URL": "q", "IDEMPOTENCY_TABLE_NAME": "idem", "TWILIO_AUTH_TOKEN_PARAMETER": "/token"}
 

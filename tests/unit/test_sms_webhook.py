@@ -16,10 +16,10 @@ from twilio.request_validator import RequestValidator
 from functions.sms_webhook.app import make_handler
 from infra.lambda_runner import LocalLambdaContext
 from infra.twilio_emulator import webhook_form
+from onboarding.persistence import Repositories
 from onboarding.sms.intake import LINK_REFUSED, LINKED, TEXT_ONLY, SmsIntake
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.queue import TurnQueue
-from onboarding.store import ConversationStore
 
 TOKEN = "test-auth-token"  # noqa: S105 - a test value
 URL = "https://abc123.execute-api.us-east-1.amazonaws.com/v1/sms"
@@ -41,8 +41,8 @@ def queued(sms_queue: str) -> Callable[[], list[SmsTurnRequest]]:
 
 
 @pytest.fixture
-def handler(store: ConversationStore, sms_queue: str, idempotency_table: str) -> Handler:
-    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
+def handler(store: Repositories, sms_queue: str, idempotency_table: str) -> Handler:
+    intake = SmsIntake(store.phones, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
     return make_handler(intake, lambda: TOKEN, lambda: URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
 
 
@@ -71,7 +71,7 @@ def call(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_signed_text_is_queued_for_its_user_and_answered_with_empty_twiml(
-    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: ConversationStore
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: Repositories
 ) -> None:
     response = call(handler, event(webhook_form("SM1", PHONE, "Hi coach")))
     assert response["statusCode"] == 200
@@ -79,7 +79,7 @@ def test_a_signed_text_is_queued_for_its_user_and_answered_with_empty_twiml(
     assert "<Message>" not in response["body"]
     assert "<Response" in response["body"]
     [request] = queued()
-    owner = store.phone_owner(PHONE)
+    owner = store.phones.find_owner(PHONE)
     assert owner is not None
     assert (request.user_id, request.text, request.message_id) == (owner.user_id, "Hi coach", "SM1")
 
@@ -112,13 +112,13 @@ def test_header_names_in_any_case_are_found(handler: Handler, queued: Callable[[
 def test_bad_signatures_are_403_and_nothing_is_stored_or_queued(
     handler: Handler,
     queued: Callable[[], list[SmsTurnRequest]],
-    store: ConversationStore,
+    store: Repositories,
     request_for: Callable[[dict[str, str]], dict[str, Any]],
 ) -> None:
     response = call(handler, request_for(webhook_form("SM1", PHONE, "hi")))
     assert response["statusCode"] == 403
     assert queued() == []
-    assert store.phone_owner(PHONE) is None
+    assert store.phones.find_owner(PHONE) is None
 
 
 def test_blank_values_are_part_of_the_signature(handler: Handler) -> None:
@@ -157,7 +157,7 @@ def test_the_same_message_sid_delivered_again_is_queued_once(
 def test_opt_out_keywords_are_recorded_without_the_model(
     handler: Handler,
     queued: Callable[[], list[SmsTurnRequest]],
-    store: ConversationStore,
+    store: Repositories,
     keyword: str,
     opted_out: bool,
 ) -> None:
@@ -165,7 +165,7 @@ def test_opt_out_keywords_are_recorded_without_the_model(
     assert response["statusCode"] == 200
     assert "<Message>" not in response["body"]
     assert queued() == []
-    owner = store.phone_owner(PHONE)
+    owner = store.phones.find_owner(PHONE)
     assert owner is not None
     assert owner.opted_out is opted_out
 
@@ -189,9 +189,9 @@ def test_an_unknown_opt_out_type_is_treated_as_a_normal_text(
 
 
 def test_link_code_moves_the_phone_to_the_app_user(
-    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: ConversationStore
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: Repositories
 ) -> None:
-    code = store.create_link_code("app-user").code
+    code = store.phones.create_link_code("app-user").code
     response = call(handler, event(webhook_form("SM1", PHONE, f"link {code}")))
     assert LINKED.split("!")[0] in response["body"]
     call(handler, event(webhook_form("SM2", PHONE, "I'm back, by text")))
@@ -199,16 +199,16 @@ def test_link_code_moves_the_phone_to_the_app_user(
 
 
 def test_a_wrong_link_code_is_refused_and_links_nothing(
-    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: ConversationStore
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: Repositories
 ) -> None:
-    real = store.create_link_code("app-user").code
+    real = store.phones.create_link_code("app-user").code
     wrong = "ABCDEFGHJK" if real != "ABCDEFGHJK" else "KJHGFEDCBA"
     response = call(handler, event(webhook_form("SM1", PHONE, f"LINK {wrong}")))
     assert LINK_REFUSED.split(".")[0] in response["body"]
-    owner = store.phone_owner(PHONE)
+    owner = store.phones.find_owner(PHONE)
     assert owner is not None
     assert owner.user_id != "app-user"
-    assert store.phones_of("app-user") == ()
+    assert store.phones.phones_of("app-user") == ()
     assert queued() == []
 
 
@@ -228,11 +228,11 @@ def test_a_text_without_words_gets_a_short_answer(handler: Handler, queued: Call
 
 
 def test_a_queue_failure_is_503_and_a_retry_then_goes_through(
-    handler: Handler, store: ConversationStore, queued: Callable[[], list[SmsTurnRequest]], sms_queue: str
+    handler: Handler, store: Repositories, queued: Callable[[], list[SmsTurnRequest]], sms_queue: str
 ) -> None:
     form = webhook_form("SM1", PHONE, "hi")
     broken = make_handler(
-        SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue + "-missing")),
+        SmsIntake(store.phones, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue + "-missing")),
         lambda: TOKEN,
         lambda: URL,
         DynamoDBPersistenceLayer(table_name="onboarding-idempotency-test"),
@@ -242,16 +242,16 @@ def test_a_queue_failure_is_503_and_a_retry_then_goes_through(
     assert len(queued()) == 1
 
 
-def test_a_store_failure_is_503(handler: Handler, store: ConversationStore) -> None:
+def test_a_store_failure_is_503(handler: Handler, dynamodb: Any) -> None:
     def fail(**_: Any) -> Any:
         raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "GetItem")
 
-    store._client.get_item = fail  # type: ignore[method-assign]
+    dynamodb.get_item = fail
     assert call(handler, event(webhook_form("SM1", PHONE, "hi")))["statusCode"] == 503
 
 
 def test_a_concurrent_duplicate_is_acknowledged_while_the_first_runs(
-    store: ConversationStore, sms_queue: str, idempotency_table: str
+    store: Repositories, sms_queue: str, idempotency_table: str
 ) -> None:
     persistence = DynamoDBPersistenceLayer(table_name=idempotency_table)
     inner: list[dict[str, Any]] = []
@@ -263,7 +263,7 @@ def test_a_concurrent_duplicate_is_acknowledged_while_the_first_runs(
             return super().accept(sms)
 
     handler = make_handler(
-        ReentrantIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue)),
+        ReentrantIntake(store.phones, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue)),
         lambda: TOKEN,
         lambda: URL,
         persistence,
@@ -277,25 +277,25 @@ def test_a_concurrent_duplicate_is_acknowledged_while_the_first_runs(
     ("body", "opted_out"), [("STOP", True), (" stop ", True), ("Unsubscribe", True), ("QUIT", True), ("HELP", False)]
 )
 def test_keywords_count_without_opt_out_type_too(
-    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: ConversationStore, body: str, opted_out: bool
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: Repositories, body: str, opted_out: bool
 ) -> None:
     """Twilio's default opt-out handling sends no OptOutType; the words themselves still count."""
     assert "<Message>" not in call(handler, event(webhook_form("SM1", PHONE, body)))["body"]
     assert queued() == []
-    owner = store.phone_owner(PHONE)
+    owner = store.phones.find_owner(PHONE)
     assert owner is not None
     assert owner.opted_out is opted_out
 
 
 def test_start_and_yes_opt_back_in_but_yes_is_an_answer_otherwise(
-    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: ConversationStore
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], store: Repositories
 ) -> None:
     call(handler, event(webhook_form("SM1", PHONE, "yes")))
     assert [r.text for r in queued()] == ["yes"]  # an answer to the coach
     call(handler, event(webhook_form("SM2", PHONE, "STOP")))
     call(handler, event(webhook_form("SM3", PHONE, "Yes")))
     assert queued() == []
-    owner = store.phone_owner(PHONE)
+    owner = store.phones.find_owner(PHONE)
     assert owner is not None
     assert not owner.opted_out
     call(handler, event(webhook_form("SM4", PHONE, "stop sending me junk food ideas")))
@@ -303,21 +303,21 @@ def test_start_and_yes_opt_back_in_but_yes_is_an_answer_otherwise(
 
 
 def test_an_unreadable_auth_token_is_503_and_nothing_is_queued(
-    store: ConversationStore, sms_queue: str, idempotency_table: str, queued: Callable[[], list[SmsTurnRequest]]
+    store: Repositories, sms_queue: str, idempotency_table: str, queued: Callable[[], list[SmsTurnRequest]]
 ) -> None:
     def token() -> str:
         raise GetParameterError("ssm down")
 
-    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
+    intake = SmsIntake(store.phones, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
     handler = make_handler(intake, token, lambda: URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
     assert call(handler, event(webhook_form("SM1", PHONE, "hi")))["statusCode"] == 503
     assert queued() == []
 
 
 def test_an_unreachable_dedupe_table_is_503_and_nothing_is_queued(
-    store: ConversationStore, sms_queue: str, queued: Callable[[], list[SmsTurnRequest]]
+    store: Repositories, sms_queue: str, queued: Callable[[], list[SmsTurnRequest]]
 ) -> None:
-    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
+    intake = SmsIntake(store.phones, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
     missing = DynamoDBPersistenceLayer(table_name="no-such-idempotency-table")
     handler = make_handler(intake, lambda: TOKEN, lambda: URL, missing)
     assert call(handler, event(webhook_form("SM1", PHONE, "hi")))["statusCode"] == 503

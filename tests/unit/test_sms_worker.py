@@ -13,11 +13,11 @@ from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.server import Fault
 from infra.lambda_runner import LocalLambdaContext
 from infra.twilio_emulator import TwilioEmulator
+from onboarding.persistence import Repositories
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.responder import MODEL_APOLOGY, TOO_LONG, SmsResponder
 from onboarding.sms.sender import SendError, TwilioSender
 from onboarding.sms.split import split_message
-from onboarding.store import ConversationStore
 from onboarding.turns import TurnService
 from tests.support.sqs_events import sqs_event, sqs_record
 
@@ -37,7 +37,7 @@ def sender_for(twilio: TwilioEmulator) -> TwilioSender:
 
 
 @pytest.fixture
-def handler(service: TurnService, store: ConversationStore, twilio: TwilioEmulator, idempotency_table: str) -> Handler:
+def handler(service: TurnService, store: Repositories, twilio: TwilioEmulator, idempotency_table: str) -> Handler:
     responder = SmsResponder(service, store, sender_for(twilio))
     return make_handler(responder, DynamoDBPersistenceLayer(table_name=idempotency_table))
 
@@ -51,36 +51,32 @@ def call(handler: Handler, event: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_queued_text_is_answered_by_sms_and_both_turns_are_stored(
-    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+    handler: Handler, twilio: TwilioEmulator, store: Repositories
 ) -> None:
     assert call(handler, sqs_event(sqs_record(request("SM1", "Hi coach"))))["batchItemFailures"] == []
     [sent] = twilio.sent
     assert (sent.to, sent.from_) == (PHONE, OUR_NUMBER)
     assert sent.body.startswith("Hi, I'm your coach!")
-    stored = store.load_turn_context("user-1").messages
+    stored = store.conversations.load_turn("user-1", 20).messages
     assert [(m.role, m.content) for m in stored] == [("user", "Hi coach"), ("assistant", sent.body)]
 
 
-def test_a_redelivered_text_is_answered_once(
-    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
-) -> None:
+def test_a_redelivered_text_is_answered_once(handler: Handler, twilio: TwilioEmulator, store: Repositories) -> None:
     for receive_count in (1, 2, 3):
         call(handler, sqs_event(sqs_record(request("SM1", "Hi coach"), receive_count=receive_count)))
     assert len(twilio.sent) == 1
-    assert len(store.load_turn_context("user-1").messages) == 2
+    assert len(store.conversations.load_turn("user-1", 20).messages) == 2
 
 
-def test_one_users_texts_are_answered_in_order(
-    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
-) -> None:
+def test_one_users_texts_are_answered_in_order(handler: Handler, twilio: TwilioEmulator, store: Repositories) -> None:
     texts = ["Hi", "I'm a beginner", "I walk 5 km most days"]
     call(handler, sqs_event(*(sqs_record(request(f"SM{i}", t)) for i, t in enumerate(texts))))
-    assert [m.content for m in store.load_turn_context("user-1").messages if m.role == "user"] == texts
+    assert [m.content for m in store.conversations.load_turn("user-1", 20).messages if m.role == "user"] == texts
     assert "I walk 5 km most days" in twilio.sent[-1].body
 
 
 def test_a_failed_record_holds_back_only_its_own_users_later_texts(
-    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+    handler: Handler, twilio: TwilioEmulator, store: Repositories
 ) -> None:
     bad = sqs_record("not a turn request", group="user-1")
     later_same_user = sqs_record(request("SM2", "second", user_id="user-1"))
@@ -92,7 +88,7 @@ def test_a_failed_record_holds_back_only_its_own_users_later_texts(
 
 
 def test_a_long_reply_is_sent_in_parts_cut_at_sentences(
-    service: TurnService, store: ConversationStore, twilio: TwilioEmulator
+    service: TurnService, store: Repositories, twilio: TwilioEmulator
 ) -> None:
     sentence = "Thanks, noted. " * 20 + "So far we have a great deal to cover, step by step! "
     long_text = sentence * 12
@@ -105,38 +101,38 @@ def test_a_long_reply_is_sent_in_parts_cut_at_sentences(
 
 
 def test_model_failure_sends_an_apology_keeps_the_users_turn_and_is_not_retried(
-    handler: Handler, twilio: TwilioEmulator, store: ConversationStore, emulator: BedrockEmulator
+    handler: Handler, twilio: TwilioEmulator, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     emulator.queue_fault(Fault("stream_error", after_chunks=1))
     assert call(handler, sqs_event(sqs_record(request("SM1", "Hi"))))["batchItemFailures"] == []
     assert [s.body for s in twilio.sent] == [MODEL_APOLOGY]
-    assert [m.role for m in store.load_turn_context("user-1").messages] == ["user"]
+    assert [m.role for m in store.conversations.load_turn("user-1", 20).messages] == ["user"]
 
 
 def test_a_text_over_the_size_limit_gets_a_clear_answer(
-    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+    handler: Handler, twilio: TwilioEmulator, store: Repositories
 ) -> None:
     call(handler, sqs_event(sqs_record(request("SM1", "x" * 40_000))))
     assert [s.body for s in twilio.sent] == [TOO_LONG]
-    assert store.load_turn_context("user-1").messages == ()
+    assert store.conversations.load_turn("user-1", 20).messages == ()
 
 
 def test_error_21610_records_the_opt_out_and_later_texts_are_not_answered(
-    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+    handler: Handler, twilio: TwilioEmulator, store: Repositories
 ) -> None:
-    store.link_phone(PHONE, "user-1")
+    store.phones.link(PHONE, "user-1")
     twilio.opted_out.add(PHONE)
     assert call(handler, sqs_event(sqs_record(request("SM1", "Hi"))))["batchItemFailures"] == []
-    owner = store.phone_owner(PHONE)
+    owner = store.phones.find_owner(PHONE)
     assert owner is not None
     assert owner.opted_out
     call(handler, sqs_event(sqs_record(request("SM2", "still there?"))))
     assert twilio.sent == []
-    assert [m.content for m in store.load_turn_context("user-1").messages if m.role == "user"] == ["Hi"]
+    assert [m.content for m in store.conversations.load_turn("user-1", 20).messages if m.role == "user"] == ["Hi"]
 
 
 def test_other_twilio_errors_fail_the_record_for_a_retry(
-    service: TurnService, store: ConversationStore, twilio: TwilioEmulator, idempotency_table: str
+    service: TurnService, store: Repositories, twilio: TwilioEmulator, idempotency_table: str
 ) -> None:
     wrong_token = TwilioSender(twilio.account_sid, lambda: "wrong-token", twilio.url)
     handler = make_handler(
@@ -160,12 +156,12 @@ def test_a_rotated_auth_token_is_used_without_a_restart(twilio: TwilioEmulator) 
 
 
 def test_a_store_failure_fails_the_record_and_nothing_is_sent(
-    handler: Handler, twilio: TwilioEmulator, store: ConversationStore
+    handler: Handler, twilio: TwilioEmulator, dynamodb: Any
 ) -> None:
     def fail(**_: Any) -> Any:
         raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "TransactWriteItems")
 
-    store._client.transact_write_items = fail  # type: ignore[method-assign]
+    dynamodb.transact_write_items = fail
     record = sqs_record(request("SM1", "Hi"))
     assert call(handler, sqs_event(record))["batchItemFailures"] == [{"itemIdentifier": record["messageId"]}]
     assert twilio.sent == []
@@ -173,7 +169,7 @@ def test_a_store_failure_fails_the_record_and_nothing_is_sent(
 
 def test_failures_leave_no_phone_number_or_text_in_the_logs(
     service: TurnService,
-    store: ConversationStore,
+    store: Repositories,
     twilio: TwilioEmulator,
     idempotency_table: str,
     capsys: pytest.CaptureFixture[str],
@@ -203,7 +199,7 @@ def test_a_send_error_carries_no_twilio_message(twilio: TwilioEmulator) -> None:
 
 
 def test_a_retry_after_a_failed_send_stores_nothing_twice_and_sends_once(
-    service: TurnService, store: ConversationStore, twilio: TwilioEmulator, idempotency_table: str
+    service: TurnService, store: Repositories, twilio: TwilioEmulator, idempotency_table: str
 ) -> None:
     tokens = ["expired-token", twilio.auth_token]
     sender = TwilioSender(twilio.account_sid, lambda: tokens[0], twilio.url)
@@ -212,7 +208,7 @@ def test_a_retry_after_a_failed_send_stores_nothing_twice_and_sends_once(
     assert call(handler, sqs_event(record))["batchItemFailures"] == [{"itemIdentifier": record["messageId"]}]
     tokens.pop(0)  # the token was rotated; SQS delivers the text again
     assert call(handler, sqs_event(sqs_record(request("SM1", "Hi coach"), receive_count=2)))["batchItemFailures"] == []
-    assert [m.role for m in store.load_turn_context("user-1").messages] == ["user", "assistant"]
+    assert [m.role for m in store.conversations.load_turn("user-1", 20).messages] == ["user", "assistant"]
     assert len(twilio.sent) == 1
     # Delivered: a later redelivery (past the dedupe window) sends nothing.
     responder = SmsResponder(service, store, sender)

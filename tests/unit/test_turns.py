@@ -4,33 +4,30 @@ import pytest
 
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.server import Fault
-from onboarding.store import ConversationStore
-from onboarding.turns import InvalidMessageError, MessageTooLargeError, ModelUnavailableError, TurnService
+from onboarding.model.errors import InvalidMessageError, MessageTooLargeError, ModelUnavailableError
+from onboarding.persistence import Repositories
+from onboarding.turns import TurnService
 
 
-async def test_a_turn_stores_both_messages_and_streams_the_reply(
-    service: TurnService, store: ConversationStore
-) -> None:
+async def test_a_turn_stores_both_messages_and_streams_the_reply(service: TurnService, store: Repositories) -> None:
     turn = await service.start_turn("u", "Hello coach")
     chunks = [chunk async for chunk in turn]
     assert turn.result is not None
     assert turn.result.reply == "".join(chunks)
-    stored = store.load_turn_context("u").messages
+    stored = store.conversations.load_turn("u", 20).messages
     assert [(m.role, m.content) for m in stored] == [("user", "Hello coach"), ("assistant", turn.result.reply)]
     assert turn.result.assistant_message is not None
     assert stored[1].message_id == turn.result.assistant_message.message_id
 
 
-async def test_the_reply_is_stored_only_after_the_stream_completes(
-    service: TurnService, store: ConversationStore
-) -> None:
+async def test_the_reply_is_stored_only_after_the_stream_completes(service: TurnService, store: Repositories) -> None:
     turn = await service.start_turn("u", "Hello")
     stream = turn.__aiter__()
     await anext(stream)
-    assert [m.role for m in store.load_turn_context("u").messages] == ["user"]
+    assert [m.role for m in store.conversations.load_turn("u", 20).messages] == ["user"]
     async for _ in stream:
         pass
-    assert [m.role for m in store.load_turn_context("u").messages] == ["user", "assistant"]
+    assert [m.role for m in store.conversations.load_turn("u", 20).messages] == ["user", "assistant"]
 
 
 async def test_the_next_turn_sees_the_previous_ones(service: TurnService, emulator: BedrockEmulator) -> None:
@@ -44,17 +41,17 @@ async def test_the_next_turn_sees_the_previous_ones(service: TurnService, emulat
 
 @pytest.mark.parametrize("message", ["", "   \n\t", "\u3000"])
 async def test_blank_messages_are_rejected_and_nothing_is_stored(
-    service: TurnService, store: ConversationStore, message: str
+    service: TurnService, store: Repositories, message: str
 ) -> None:
     with pytest.raises(InvalidMessageError, match="some text"):
         await service.start_turn("u", message)
-    assert store.load_turn_context("u").messages == ()
+    assert store.conversations.load_turn("u", 20).messages == ()
 
 
-async def test_oversized_messages_are_rejected(service: TurnService, store: ConversationStore) -> None:
+async def test_oversized_messages_are_rejected(service: TurnService, store: Repositories) -> None:
     with pytest.raises(MessageTooLargeError, match="limit is 32768"):
         await service.start_turn("u", "é" * 20_000)
-    assert store.load_turn_context("u").messages == ()
+    assert store.conversations.load_turn("u", 20).messages == ()
 
 
 async def test_lone_surrogates_are_rejected(service: TurnService) -> None:
@@ -68,7 +65,7 @@ async def test_a_missing_user_id_is_rejected(service: TurnService) -> None:
 
 
 async def test_stream_failure_keeps_the_user_turn_and_stores_no_half_reply(
-    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     emulator.queue_fault(Fault("stream_error", after_chunks=3))
     turn = await service.start_turn("u", "Hello")
@@ -81,22 +78,22 @@ async def test_stream_failure_keeps_the_user_turn_and_stores_no_half_reply(
     with pytest.raises(ModelUnavailableError):
         await consume()
     assert len(received) == 3
-    assert [(m.role, m.content) for m in store.load_turn_context("u").messages] == [("user", "Hello")]
+    assert [(m.role, m.content) for m in store.conversations.load_turn("u", 20).messages] == [("user", "Hello")]
     assert turn.result is None
 
 
 async def test_throttling_after_botocores_retries_is_a_model_error(
-    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     emulator.queue_fault(Fault("throttle"))  # the fixture's model makes one attempt
     turn = await service.start_turn("u", "Hello")
     with pytest.raises(ModelUnavailableError):
         await turn.collect()
-    assert [m.role for m in store.load_turn_context("u").messages] == ["user"]
+    assert [m.role for m in store.conversations.load_turn("u", 20).messages] == ["user"]
 
 
 async def test_after_a_failed_reply_the_next_turn_is_still_valid_for_bedrock(
-    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     """Two user turns in a row in the table are merged, so Bedrock accepts the next request."""
     emulator.queue_fault(Fault("throttle"))
@@ -117,11 +114,11 @@ async def test_a_turn_streams_only_once(service: TurnService) -> None:
 
 
 async def test_an_empty_reply_is_not_stored(
-    service: TurnService, store: ConversationStore, emulator: BedrockEmulator
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
 ) -> None:
     """Bedrock would reject an empty assistant turn later, so only the user's turn is kept."""
     emulator.queue_fault(Fault("empty_reply"))
     result = await (await service.start_turn("u", "Hello")).collect()
     assert result.reply == ""
     assert result.assistant_message is None
-    assert [m.role for m in store.load_turn_context("u").messages] == ["user"]
+    assert [m.role for m in store.conversations.load_turn("u", 20).messages] == ["user"]

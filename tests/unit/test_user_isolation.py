@@ -3,9 +3,10 @@
 The API takes the user only from the Cognito `sub` API Gateway verified (`x-amzn-request-context`,
 which Lambda Web Adapter sets from the request context, replacing any client copy). So A tries B's id
 everywhere else a client controls: body fields, query parameters, headers, B's history cursor, B's
-client message ids, B's phone. There is no erase route yet; when one comes it joins ROUTES here.
+client message ids, B's phone. Every route joins ROUTES, the erase route (`DELETE /me`) too.
 """
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,33 +14,38 @@ import httpx
 import pytest
 
 from functions.api.app import create_app
-from onboarding.store import ConversationStore
+from onboarding.account import AccountService
+from onboarding.persistence import Repositories
 from onboarding.turns import TurnService
 from tests.unit.conftest import TABLE
-from tests.unit.test_api import identity
 
 pytestmark = pytest.mark.unit
 
 A, B = "user-a", "user-b"
 B_PRIVATE_TEXT = "B's secret: my left knee was operated on in 2019"
 B_PHONE = "+15551230002"
-ROUTES = [("POST", "/chat"), ("GET", "/history"), ("POST", "/phone-links"), ("GET", "/phones")]
+ROUTES = [("POST", "/chat"), ("GET", "/history"), ("POST", "/phone-links"), ("GET", "/phones"), ("DELETE", "/me")]
+
+
+def identity(sub: str) -> dict[str, str]:
+    """The header Lambda Web Adapter builds from API Gateway's request context."""
+    return {"x-amzn-request-context": json.dumps({"requestId": "req-1", "authorizer": {"claims": {"sub": sub}}})}
 
 
 @pytest.fixture
-async def client(service: TurnService, store: ConversationStore) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app(service, store))
+async def client(service: TurnService, account: AccountService) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_app(service, account))
     async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as http:
         yield http
 
 
 @pytest.fixture
-async def b_memory(client: httpx.AsyncClient, store: ConversationStore, dynamodb: Any) -> dict[str, Any]:
+async def b_memory(client: httpx.AsyncClient, store: Repositories, dynamodb: Any) -> dict[str, Any]:
     """B's conversation (with a client message id), a linked phone, and a cursor into B's history."""
     chat = await client.post("/chat", json={"message": B_PRIVATE_TEXT, "clientMessageId": "msg-1"}, headers=identity(B))
     assert chat.status_code == 200
     await client.post("/chat", json={"message": "and I swim"}, headers=identity(B))
-    store.link_phone(B_PHONE, B)
+    store.phones.link(B_PHONE, B)
     page = (await client.get("/history", params={"limit": 1}, headers=identity(B))).json()
     return {"reply": chat.json()["reply"], "cursor": page["nextCursor"], "items": partition(dynamodb, B)}
 
@@ -98,16 +104,18 @@ async def test_bs_history_cursor_pages_only_as_own_history(
 
 
 async def test_bs_client_message_id_is_a_new_turn_for_a_not_bs_reply(
-    client: httpx.AsyncClient, store: ConversationStore, dynamodb: Any, b_memory: dict[str, Any]
+    client: httpx.AsyncClient, store: Repositories, dynamodb: Any, b_memory: dict[str, Any]
 ) -> None:
     """Client message ids are per user: A reusing B's id neither replays B's turn nor conflicts with it."""
     response = await client.post(
         "/chat", json={"message": B_PRIVATE_TEXT, "clientMessageId": "msg-1"}, headers=identity(A)
     )
     assert response.status_code == 200
-    a_messages = store.load_turn_context(A).messages
+    a_messages = store.conversations.load_turn(A, 20).messages
     assert response.json()["userMessageId"] == a_messages[0].message_id
-    assert {m.message_id for m in a_messages}.isdisjoint({m.message_id for m in store.load_turn_context(B).messages})
+    assert {m.message_id for m in a_messages}.isdisjoint(
+        {m.message_id for m in store.conversations.load_turn(B, 20).messages}
+    )
     assert partition(dynamodb, B) == b_memory["items"]
 
 

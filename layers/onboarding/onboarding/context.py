@@ -1,13 +1,13 @@
-"""The immutable context an onboarding agent works from for one turn (spec 000, Requirement 1)."""
+"""Owns the immutable context an onboarding agent works from for one turn (spec 000, Requirement 1)."""
 
 from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from onboarding.frozen import FrozenHistory, FrozenMapping
-from onboarding.profile import UserProfile
-from onboarding.state import OnboardingAgentType, OnboardingState, WaitingFor
+from onboarding.model.frozen import FrozenHistory, FrozenMapping
+from onboarding.model.profile import UserProfile
+from onboarding.model.state import OnboardingAgentType, OnboardingState, WaitingFor
 
 __all__ = ["FrozenHistory", "FrozenMapping", "OnboardingAgentContext"]
 
@@ -22,9 +22,10 @@ class OnboardingAgentContext(BaseModel):
     Attributes:
         user_id: Unique identifier for the user.
         conversation_history: The current conversation's messages that the summary does not cover,
-            oldest first, as `{"role": ..., "content": ...}` (an assistant entry may add
-            `tool_calls`, a `tool` entry names its `tool_call_id`). Entries are kept as given
-            (even malformed ones): `_build_messages` skips what it cannot use, with a warning.
+            oldest first. The orchestrator passes the loaded `Message`s themselves, which read as
+            `{"role": ..., "content": ...}` (an assistant entry may add `tool_calls`, a `tool`
+            entry names its `tool_call_id`); a caller may pass such dicts. Entries are kept as
+            given (even malformed ones): `_build_messages` skips what it cannot use, with a warning.
         agent_context: Data collected by previous agents, keyed by agent.
         loaded_at: When the context was loaded (timezone-aware, UTC).
         profile: What the client told about themself, across conversations.

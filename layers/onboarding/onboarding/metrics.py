@@ -1,4 +1,4 @@
-"""CloudWatch metrics for the events an operator alarms on, as Embedded Metric Format log lines.
+"""Owns the CloudWatch metrics for the events an operator alarms on, as Embedded Metric Format log lines.
 
 Each metric is written (flushed) at once with Powertools' `single_metric`: the mobile API runs under
 Lambda Web Adapter, so there is no handler decorator at the end of an invocation to flush a batch.

@@ -1,4 +1,4 @@
-"""Defence in depth for the logs: whatever reaches a log line, phone numbers leave it masked.
+"""Owns defence in depth for the logs: whatever reaches a log line, phone numbers leave it masked.
 
 The code never logs personal data on purpose (the test suite audits every log line it makes), but a
 third-party exception message can quote its input. Each function's logger formats through this,

@@ -8,7 +8,7 @@ from onboarding.agents.fitness_assessment import FitnessAssessmentAgent
 from onboarding.agents.goal_setting import GoalSettingAgent
 from onboarding.agents.scheduling import SchedulingAgent
 from onboarding.agents.workout_planning import WorkoutPlanningAgent
-from onboarding.state import OnboardingAgentType
+from onboarding.model.state import OnboardingAgentType
 
 AGENT_CLASSES: Mapping[OnboardingAgentType, type[BaseOnboardingAgent]] = {
     agent.agent_type: agent

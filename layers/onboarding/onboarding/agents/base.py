@@ -1,4 +1,4 @@
-"""The base every onboarding agent shares: system prompt, budgeted messages, streaming with tools."""
+"""Owns what every onboarding agent shares: system prompt, budgeted messages, streaming with tools."""
 
 from abc import ABC
 from collections.abc import AsyncIterator, Mapping
@@ -9,31 +9,18 @@ from aws_lambda_powertools import Logger
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage, ToolMessage
 
+from onboarding.config import DEFAULT_LIMITS, Limits
 from onboarding.context import OnboardingAgentContext
-from onboarding.conversation import HistoryCall, HistoryTurn, alternating_messages
-from onboarding.memory import OverBudgetError, fit_window, message_tokens
-from onboarding.prompts import MemoryView, render_system_prompt
-from onboarding.state import OnboardingAgentType
-from onboarding.store import NewMessage, ToolCall
-from onboarding.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
-from onboarding.tools import TurnMemory, build_tools, tool_definitions
+from onboarding.llm.converse import alternating_messages
+from onboarding.llm.prompts import PromptFacts, render_system_prompt
+from onboarding.llm.tools import WorkingCopy, build_tools, tool_definitions
+from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
+from onboarding.memory.window import fit_window, message_tokens
+from onboarding.model.errors import MessageOverBudgetError
+from onboarding.model.messages import Message, ToolCall
+from onboarding.model.state import OnboardingAgentType
 
 logger = Logger(child=True)
-
-
-@dataclass(frozen=True)
-class PromptLimits:
-    """The prompt's token budget (system + window + current message) and how much of it the system
-    prompt may take; the system prompt is trimmed (oldest summary lines first) to stay within it."""
-
-    token_budget: int = 12_000
-    system_allowance: int = 5_000
-    max_tool_rounds: int = 3
-
-    @property
-    def max_message_tokens(self) -> int:
-        """The largest current message that always fits, whatever the system prompt holds."""
-        return self.token_budget - self.system_allowance - MESSAGE_OVERHEAD_TOKENS
 
 
 @dataclass(frozen=True)
@@ -41,7 +28,7 @@ class PromptPlan:
     """Exactly what goes to the model for a message, and what it costs."""
 
     system: str
-    window: tuple[HistoryTurn, ...]
+    window: tuple[Message, ...]
     current: str
     system_tokens: int
     window_tokens: int
@@ -54,23 +41,16 @@ class PromptPlan:
         return self.system_tokens + self.window_tokens + self.current_tokens
 
 
-def _history_turn(entry: Mapping[str, Any]) -> HistoryTurn | None:
-    """One history entry as a turn, or None (with a warning) when it is malformed."""
-    role, content = entry.get("role"), entry.get("content")
+def _history_message(entry: Mapping[str, Any]) -> Message | None:
+    """One history entry as a message (a loaded `Message` is one already), or None, with a
+    warning, when it is malformed (Requirement: skip malformed entries)."""
     try:
-        if role not in ("user", "assistant", "tool") or not isinstance(content, str):
-            raise ValueError("role or content")
-        calls = tuple(HistoryCall(str(c["id"]), str(c["name"]), c["args"]) for c in entry.get("tool_calls") or ())
-        tool_call_id = entry.get("tool_call_id")
-        if role == "tool" and not isinstance(tool_call_id, str):
-            raise ValueError("tool result without its call id")
-        return HistoryTurn(role=role, content=content, tool_calls=calls, tool_call_id=tool_call_id)
-    except (KeyError, TypeError, ValueError):
+        return Message.from_entry(entry)
+    except (AttributeError, ValueError):
         # Log the shape only: the content is personal data.
-        logger.warning(
-            "Skipping malformed history entry",
-            extra={"entry_keys": sorted(str(key) for key in entry), "role": str(role)[:20]},
-        )
+        keys = sorted(str(key) for key in entry) if isinstance(entry, Mapping) else []
+        role = entry.get("role") if isinstance(entry, Mapping) else None
+        logger.warning("Skipping malformed history entry", extra={"entry_keys": keys, "role": str(role)[:20]})
         return None
 
 
@@ -82,21 +62,20 @@ class BaseOnboardingAgent(ABC):
     """An onboarding step's agent: one instance per turn, built on an immutable context."""
 
     agent_type: ClassVar[OnboardingAgentType]
-    HISTORY_WINDOW: ClassVar[int] = 15
-    """At most this many of the latest history messages go to the model (Requirement 3.5); tool
-    results are not counted, they travel with their call."""
 
-    def __init__(self, context: OnboardingAgentContext, llm: BaseChatModel, limits: PromptLimits | None = None) -> None:
+    def __init__(self, context: OnboardingAgentContext, llm: BaseChatModel, limits: Limits = DEFAULT_LIMITS) -> None:
+        """`limits` (from the settings) bound the prompt: at most `window_max_messages` of the
+        latest history messages go to the model (Requirement 3.5), within `token_budget`."""
         self.context = context
         self.llm = llm
-        self.limits = limits or PromptLimits()
-        self.memory = TurnMemory(self.agent_type, context.onboarding_state(self.agent_type), context.profile)
-        self.produced: list[NewMessage] = []
+        self.limits = limits.prompt
+        self.working = WorkingCopy(self.agent_type, context.onboarding_state(self.agent_type), context.profile, limits)
+        self.produced: list[Message] = []
         """What this turn added after the user's message: tool calls, tool results, the reply."""
 
-    def _memory_view(self, summary_lines: list[str]) -> MemoryView:
+    def _prompt_facts(self, summary_lines: list[str]) -> PromptFacts:
         waiting = self.context.waiting_for
-        return MemoryView(
+        return PromptFacts(
             profile_lines=self.context.profile.render_lines(),
             address_as=self.context.profile.address_as,
             summary="\n".join(summary_lines) or None,
@@ -114,7 +93,7 @@ class BaseOnboardingAgent(ABC):
         """
         lines = (self.context.summary or "").splitlines()
         while True:
-            prompt = render_system_prompt(self.agent_type, self.context.agent_context, self._memory_view(lines))
+            prompt = render_system_prompt(self.agent_type, self.context.agent_context, self._prompt_facts(lines))
             if count_tokens(prompt) <= self.limits.system_allowance or not lines:
                 return prompt
             lines = lines[1:]
@@ -122,16 +101,16 @@ class BaseOnboardingAgent(ABC):
     def prompt_plan(self, message: str) -> PromptPlan:
         """System prompt, then the newest history that fits the budget, then `message`.
 
-        Raises OverBudgetError when the system prompt and `message` alone exceed the budget.
+        Raises MessageOverBudgetError when the system prompt and `message` alone exceed the budget.
         """
         system = self.get_system_prompt()
         system_tokens = count_tokens(system) + MESSAGE_OVERHEAD_TOKENS
         current_tokens = count_tokens(message) + MESSAGE_OVERHEAD_TOKENS
         if system_tokens + current_tokens > self.limits.token_budget:
-            raise OverBudgetError(system_tokens + current_tokens, self.limits.token_budget)
-        turns = [turn for entry in self.context.conversation_history if (turn := _history_turn(entry))]
+            raise MessageOverBudgetError(current_tokens, self.limits.token_budget - system_tokens)
+        turns = [turn for entry in self.context.conversation_history if (turn := _history_message(entry))]
         available = self.limits.token_budget - system_tokens - current_tokens
-        window = fit_window(turns, available, self.HISTORY_WINDOW) if self.HISTORY_WINDOW else ()
+        window = fit_window(turns, available, self.limits.window_messages)
         return PromptPlan(
             system=system,
             window=window,
@@ -144,7 +123,7 @@ class BaseOnboardingAgent(ABC):
         )
 
     def _build_messages(self, message: str) -> list[BaseMessage]:
-        """System prompt, the latest history within the budget (at most HISTORY_WINDOW messages),
+        """System prompt, the latest history within the budget (at most `window_max_messages`),
         then `message`. Always valid for Bedrock's Converse API: see `alternating_messages`."""
         plan = self.prompt_plan(message)
         return [SystemMessage(content=plan.system), *alternating_messages(plan.window, message)]
@@ -156,7 +135,7 @@ class BaseOnboardingAgent(ABC):
         with its reply (at most `max_tool_rounds` rounds). What the turn produced is in `produced`.
         """
         messages = self._build_messages(message)
-        by_name = {tool.name: tool for tool in build_tools(self.memory)}
+        by_name = {tool.name: tool for tool in build_tools(self.working)}
         definitions = tool_definitions(self.agent_type, self.context.completed_at is not None)
         model = self.llm.bind_tools(list(definitions))
         said = ""
@@ -177,16 +156,16 @@ class BaseOnboardingAgent(ABC):
             text = _text(gathered)
             if not calls or round_number == self.limits.max_tool_rounds:
                 if text.strip():
-                    self.produced.append(NewMessage("assistant", text))
+                    self.produced.append(Message("assistant", text))
                 break
             stored_calls = tuple(ToolCall(str(c["id"]), c["name"], dict(c["args"])) for c in calls)
-            self.produced.append(NewMessage("assistant", text, tool_calls=stored_calls))
+            self.produced.append(Message("assistant", text, tool_calls=stored_calls))
             messages.append(AIMessage(content=text, tool_calls=calls))
             for call in calls:
                 result = await self._run_tool(by_name, call["name"], call["args"])
-                self.produced.append(NewMessage("tool", result, tool_call_id=str(call["id"])))
+                self.produced.append(Message("tool", result, tool_call_id=str(call["id"])))
                 messages.append(ToolMessage(content=result, tool_call_id=str(call["id"])))
-        self.memory.finish_turn()
+        self.working.finish_turn()
 
     @staticmethod
     async def _run_tool(by_name: Mapping[str, Any], name: str, args: Mapping[str, Any]) -> str:

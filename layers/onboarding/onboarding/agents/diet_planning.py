@@ -1,7 +1,7 @@
 """Step 4: learns diet pattern, allergies, meals and cooking time."""
 
 from onboarding.agents.base import BaseOnboardingAgent
-from onboarding.state import OnboardingAgentType
+from onboarding.model.state import OnboardingAgentType
 
 
 class DietPlanningAgent(BaseOnboardingAgent):

@@ -1,7 +1,7 @@
 """Step 1: learns the client's starting point (level, activity, limitations, body)."""
 
 from onboarding.agents.base import BaseOnboardingAgent
-from onboarding.state import OnboardingAgentType
+from onboarding.model.state import OnboardingAgentType
 
 
 class FitnessAssessmentAgent(BaseOnboardingAgent):

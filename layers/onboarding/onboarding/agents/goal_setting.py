@@ -1,7 +1,7 @@
 """Step 2: agrees one measurable primary goal with a time frame and a reason."""
 
 from onboarding.agents.base import BaseOnboardingAgent
-from onboarding.state import OnboardingAgentType
+from onboarding.model.state import OnboardingAgentType
 
 
 class GoalSettingAgent(BaseOnboardingAgent):

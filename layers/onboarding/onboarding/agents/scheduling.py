@@ -1,7 +1,7 @@
 """Step 5: places training in the week and agrees check-ins."""
 
 from onboarding.agents.base import BaseOnboardingAgent
-from onboarding.state import OnboardingAgentType
+from onboarding.model.state import OnboardingAgentType
 
 
 class SchedulingAgent(BaseOnboardingAgent):

@@ -1,7 +1,7 @@
 """Step 3: shapes the weekly training (days, session length, equipment, preferences)."""
 
 from onboarding.agents.base import BaseOnboardingAgent
-from onboarding.state import OnboardingAgentType
+from onboarding.model.state import OnboardingAgentType
 
 
 class WorkoutPlanningAgent(BaseOnboardingAgent):

@@ -1,4 +1,4 @@
-"""What the webhook does with a text, without the model: opt-outs, phone links, and queueing the turn."""
+"""Owns what the webhook does with a text, without the model: opt-outs, phone links, and queueing the turn."""
 
 import re
 import uuid
@@ -6,10 +6,11 @@ from collections.abc import Callable
 
 from aws_lambda_powertools import Logger
 
+from onboarding.model.text import is_blank
+from onboarding.persistence.keys import normalize_link_code
+from onboarding.persistence.phones import PhoneDirectory
 from onboarding.sms.messages import InboundSms, OptOut, SmsTurnRequest
 from onboarding.sms.queue import TurnQueue
-from onboarding.store import ConversationStore, normalize_link_code
-from onboarding.text import is_blank
 
 logger = Logger(child=True)
 
@@ -48,18 +49,18 @@ class SmsIntake:
     """Decides what a text needs. Returns the immediate reply to send back, if any."""
 
     def __init__(
-        self, store: ConversationStore, queue: TurnQueue, new_user_id: Callable[[], str] = new_sms_user_id
+        self, phones: PhoneDirectory, queue: TurnQueue, new_user_id: Callable[[], str] = new_sms_user_id
     ) -> None:
-        self._store = store
+        self._phones = phones
         self._queue = queue
         self._new_user_id = new_user_id
 
     def accept(self, sms: InboundSms) -> str | None:
-        owner = self._store.owner_for_phone(sms.from_phone, self._new_user_id)
+        owner = self._phones.find_or_create_owner(sms.from_phone, self._new_user_id)
         if (keyword := keyword_of(sms, owner.opted_out)) is not None:
             # The provider already answered STOP/START/HELP to the person; we record the choice.
             if keyword is not OptOut.HELP:
-                self._store.set_opted_out(sms.from_phone, keyword is OptOut.STOP)
+                self._phones.set_opted_out(sms.from_phone, keyword is OptOut.STOP)
             logger.info("Opt-out keyword recorded", extra={"opt_out": keyword.value})
             return None
         if owner.opted_out:
@@ -83,7 +84,7 @@ class SmsIntake:
         return None
 
     def _link(self, phone: str, code: str) -> str:
-        if self._store.link_phone_by_code(phone, code) is None:
+        if self._phones.link_by_code(phone, code) is None:
             logger.info("Phone link refused: unknown, expired or used code")
             return LINK_REFUSED
         logger.info("Phone linked to an app user")

@@ -1,4 +1,4 @@
-"""What a text asks for, and the turn request queued for the worker."""
+"""Owns what a text asks for, and the turn request queued for the worker."""
 
 from enum import StrEnum
 

@@ -1,4 +1,4 @@
-"""The queue of texts to answer: SQS FIFO, one message group per user so a user's texts are answered in order."""
+"""Owns the queue of texts to answer: SQS FIFO, one message group per user so a user's texts are answered in order."""
 
 from typing import TYPE_CHECKING
 

@@ -1,14 +1,15 @@
-"""The worker's side of a text: run the turn, and send the reply in SMS-sized parts."""
+"""Owns the worker's side of a text: run the turn, and send the reply in SMS-sized parts."""
 
 import asyncio
 
 from aws_lambda_powertools import Logger
 
+from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError
+from onboarding.persistence import Repositories
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.sender import RecipientOptedOutError, SmsSender
 from onboarding.sms.split import split_message
-from onboarding.store import ConversationStore
-from onboarding.turns import InvalidMessageError, ModelUnavailableError, RateLimitedError, TurnService
+from onboarding.turns import TurnService
 
 logger = Logger(child=True)
 
@@ -18,7 +19,7 @@ SLOW_DOWN = "You're texting faster than I can keep up. Give me a minute, then se
 
 
 class SmsResponder:
-    def __init__(self, service: TurnService, store: ConversationStore, sender: SmsSender) -> None:
+    def __init__(self, service: TurnService, store: Repositories, sender: SmsSender) -> None:
         self._service = service
         self._store = store
         self._sender = sender
@@ -31,7 +32,7 @@ class SmsResponder:
         if it had not been recorded as delivered (parts sent before a failed one are sent again).
         A model failure does not propagate: the user's turn is kept and they are told to try again.
         """
-        owner = self._store.phone_owner(request.from_phone)
+        owner = self._store.phones.find_owner(request.from_phone)
         if owner is not None and owner.opted_out:
             logger.info("Queued text from a number that opted out since; not answered")
             return 0
@@ -54,15 +55,15 @@ class SmsResponder:
             logger.info("Repeated delivery of a text already answered; nothing sent")
             return 0
         sent = self._send(split_message(result.reply) or [MODEL_APOLOGY], request)
-        await asyncio.to_thread(self._store.mark_delivered, request.user_id, request.message_id)
+        await asyncio.to_thread(self._store.writes.mark_delivered, request.user_id, request.message_id)
         await turn.fold_summary()  # after the reply went out: the person never waits for it
         return sent
 
     async def _refuse_for_rate(self, request: SmsTurnRequest) -> int:
         """Tell the person once per rate-limit window; the other refused texts get no answer,
         so a burst of texts is not answered by a burst of warnings (each of which costs an SMS)."""
-        limit = self._service.rate_limit
-        if limit is not None and await asyncio.to_thread(self._store.claim_rate_notice, request.user_id, limit):
+        limit = self._service.limits.rate_limit
+        if limit is not None and await asyncio.to_thread(self._store.rate_limits.claim_notice, request.user_id, limit):
             return self._send([SLOW_DOWN], request)
         logger.info("Text refused by the rate limit; the person was already told")
         return 0
@@ -73,7 +74,7 @@ class SmsResponder:
                 self._sender.send(request.from_phone, request.to_phone, part)
             except RecipientOptedOutError:
                 logger.info("Recipient opted out; recorded, rest of the reply not sent")
-                self._store.set_opted_out(request.from_phone, True)
+                self._store.phones.set_opted_out(request.from_phone, True)
                 return sent
         logger.info("Reply sent", extra={"parts": len(parts)})
         return len(parts)

@@ -1,4 +1,4 @@
-"""Sending texts through Twilio's REST API."""
+"""Owns sending texts through Twilio's REST API."""
 
 import logging
 from collections.abc import Callable

@@ -1,4 +1,4 @@
-"""Splitting a reply into SMS bodies: at sentence ends, never over Twilio's 1,600-character limit."""
+"""Owns splitting a reply into SMS bodies: at sentence ends, never over Twilio's 1,600-character limit."""
 
 import re
 

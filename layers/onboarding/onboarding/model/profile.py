@@ -1,4 +1,4 @@
-"""The user profile: what the client told about themself, kept across conversations (seed 003).
+"""Owns the user profile: what the client told about themself, kept across conversations (seed 003).
 
 It is the cross-thread memory: a new conversation (after a gap or a reset) starts with an empty
 window, but the profile, like `agent_context`, stays and is rendered into every system prompt.
@@ -11,9 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field
 ProfileField = Literal["name", "preferred_name", "goals", "level", "limitations", "preferences"]
 FactKind = ProfileField | Literal["other"]
 PROFILE_FIELDS: tuple[ProfileField, ...] = ("name", "preferred_name", "goals", "level", "limitations", "preferences")
-MAX_VALUE_CHARS = 300
-MAX_OTHER_FACTS = 20
-"""Older free-form facts are dropped beyond this many, so the system prompt stays bounded."""
 
 _LABELS: dict[str, str] = {
     "name": "Name",
@@ -36,15 +33,16 @@ class UserProfile(BaseModel):
     preferences: str | None = None
     other_facts: tuple[str, ...] = Field(default=())
 
-    def remember(self, kind: FactKind, value: str) -> "UserProfile":
-        """A profile that also holds `value`. A profile field is replaced (the latest statement
-        wins); an `other` fact is added, the oldest dropped beyond MAX_OTHER_FACTS."""
-        value = " ".join(value.split())[:MAX_VALUE_CHARS]
+    def remember(self, kind: FactKind, value: str, *, max_chars: int, max_facts: int) -> "UserProfile":
+        """A profile that also holds `value` (cut to `max_chars`). A profile field is replaced (the
+        latest statement wins); an `other` fact is added, the oldest dropped beyond `max_facts`, so
+        the system prompt stays bounded."""
+        value = " ".join(value.split())[:max_chars]
         if not value:
             return self
         if kind == "other":
             facts = (*(f for f in self.other_facts if f != value), value)
-            return self.model_copy(update={"other_facts": facts[-MAX_OTHER_FACTS:]})
+            return self.model_copy(update={"other_facts": facts[-max_facts:] if max_facts else ()})
         return self.model_copy(update={kind: value})
 
     @property

@@ -1,11 +1,11 @@
-"""Onboarding steps and the per-user state that says which step the user is on."""
+"""Owns the onboarding steps and the per-user state that says which step the user is on."""
 
 from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from onboarding.frozen import FrozenMapping
+from onboarding.model.frozen import FrozenMapping
 
 
 class OnboardingAgentType(StrEnum):

@@ -1,4 +1,4 @@
-"""Deep-freezing of JSON-like data, so that an 'immutable' model is immutable all the way down."""
+"""Owns deep-freezing of JSON-like data, so that an 'immutable' model is immutable all the way down."""
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -13,6 +13,8 @@ def deep_freeze(value: Any) -> Any:
     A copy is taken first, so a caller that keeps a reference to the dict it passed in cannot
     change the frozen value behind our back.
     """
+    if getattr(type(value), "__frozen_value__", False):
+        return value  # immutable already (a Message)
     if isinstance(value, Mapping):
         return MappingProxyType({key: deep_freeze(item) for key, item in value.items()})
     if isinstance(value, (list, tuple)):

@@ -1,4 +1,4 @@
-"""Token counting for the prompt budget: an estimate that leans towards counting too many.
+"""Owns token counting for the prompt budget: an estimate that leans towards counting too many.
 
 Claude's tokenizer is not published, so the count cannot be exact offline. English prose averages
 3.5 to 4 characters a Claude token; counting 3 ASCII characters a token over-counts it by 15 to 35 %,
@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from onboarding.frozen import thaw
+from onboarding.model.frozen import thaw
 
 ASCII_CHARS_PER_TOKEN = 3
 MESSAGE_OVERHEAD_TOKENS = 4

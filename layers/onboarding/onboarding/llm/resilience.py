@@ -1,4 +1,4 @@
-"""Keeping turns answerable when the model is not: retries before the first token, and a breaker.
+"""Owns keeping turns answerable when the model is not: retries before the first token, and a breaker.
 
 botocore already retries a ConverseStream call the model refuses outright (HTTP 429/5xx, with its
 standard retry mode). It cannot retry a stream that opens and then fails before any text, e.g. a
@@ -19,7 +19,6 @@ token) is ours to define anyway. See docs/decisions/0010-reliability.md.
 import math
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Literal
 
 from aws_lambda_powertools import Logger
@@ -33,6 +32,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from onboarding.config import BreakerPolicy, RetryPolicy
 from onboarding.metrics import count_metric
 
 logger = Logger(child=True)
@@ -54,14 +54,6 @@ def is_transient_model_error(error: BaseException) -> bool:
     if isinstance(error, EventStreamError):
         return error.response.get("Error", {}).get("Code") in TRANSIENT_STREAM_ERRORS
     return isinstance(error, ResponseStreamingError | ReadTimeoutError)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int = 3
-    budget_s: float = 20.0
-    first_backoff_s: float = 0.5
-    max_backoff_s: float = 4.0
 
 
 def _log_retry(state: RetryCallState) -> None:
@@ -101,11 +93,9 @@ class CircuitBreaker:
     """Closed: calls pass. Open: calls are refused until `reset_s` has passed. Then one call is let
     through (half-open); its success closes the breaker, its failure opens it again."""
 
-    def __init__(
-        self, failure_threshold: int = 5, reset_s: float = 30.0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self._threshold = failure_threshold
-        self._reset_s = reset_s
+    def __init__(self, policy: BreakerPolicy, clock: Callable[[], float] = time.monotonic) -> None:
+        self._threshold = policy.failure_threshold
+        self._reset_s = policy.reset_s
         self._clock = clock
         self._failures = 0
         self._opened_at: float | None = None

@@ -1,4 +1,4 @@
-"""Turn stored history into a message sequence Bedrock's Converse API accepts (Property 8).
+"""Owns Converse normalisation: stored history as a message sequence Bedrock accepts (Property 8).
 
 Bedrock rejects, for Anthropic models, a conversation that starts with an assistant message,
 has two messages of the same role in a row, carries an empty text block, has a tool result that
@@ -8,32 +8,15 @@ user turns in a row; a window cut can start on a reply or on a tool result), so 
 normalised here rather than trusted.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from onboarding.frozen import thaw
-from onboarding.text import is_blank
-
-Role = Literal["user", "assistant", "tool"]
-ChatTurn = HumanMessage | AIMessage
-
-
-@dataclass(frozen=True)
-class HistoryCall:
-    call_id: str
-    name: str
-    args: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class HistoryTurn:
-    role: Role
-    content: str
-    tool_calls: tuple[HistoryCall, ...] = ()
-    tool_call_id: str | None = None
+from onboarding.model.frozen import thaw
+from onboarding.model.messages import Message, ToolCall
+from onboarding.model.text import is_blank
 
 
 @dataclass
@@ -42,13 +25,13 @@ class _Run:
 
     role: Literal["user", "assistant"]
     texts: list[str] = field(default_factory=list)
-    calls: list[HistoryCall] = field(default_factory=list)
-    results: list[HistoryTurn] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    results: list[Message] = field(default_factory=list)
 
 
-def _paired(turns: Sequence[HistoryTurn]) -> list[HistoryTurn]:
+def _paired(turns: Sequence[Message]) -> list[Message]:
     """Tool calls kept only with their results right after them, and results only after their call."""
-    kept: list[HistoryTurn] = []
+    kept: list[Message] = []
     index = 0
     while index < len(turns):
         turn = turns[index]
@@ -56,21 +39,21 @@ def _paired(turns: Sequence[HistoryTurn]) -> list[HistoryTurn]:
         if turn.role == "tool":
             continue  # a result whose call is not right before it (the window started after the call)
         if turn.role == "assistant" and turn.tool_calls:
-            results: list[HistoryTurn] = []
+            results: list[Message] = []
             while index < len(turns) and turns[index].role == "tool":
                 results.append(turns[index])
                 index += 1
             answered = {result.tool_call_id for result in results}
             calls = tuple(call for call in turn.tool_calls if call.call_id in answered)
             called = {call.call_id for call in calls}
-            kept.append(HistoryTurn("assistant", turn.content, calls))
+            kept.append(Message("assistant", turn.content, tool_calls=calls))
             kept.extend(result for result in results if result.tool_call_id in called)
             continue
         kept.append(turn)
     return kept
 
 
-def _runs(turns: Iterable[HistoryTurn]) -> list[_Run]:
+def _runs(turns: Iterable[Message]) -> list[_Run]:
     runs: list[_Run] = []
     for turn in turns:
         role: Literal["user", "assistant"] = "assistant" if turn.role == "assistant" else "user"
@@ -109,7 +92,7 @@ def _as_messages(run: _Run) -> list[BaseMessage]:
     return messages
 
 
-def alternating_messages(history: Iterable[HistoryTurn], current_message: str) -> list[BaseMessage]:
+def alternating_messages(history: Iterable[Message], current_message: str) -> list[BaseMessage]:
     """History plus the current user message as Converse-valid user/assistant turns.
 
     - blank turns are dropped; tool calls stay only with their results, results only after their call;
@@ -119,7 +102,7 @@ def alternating_messages(history: Iterable[HistoryTurn], current_message: str) -
     """
     if is_blank(current_message):
         raise ValueError("the current message must contain some text")
-    turns = [*_paired(list(history)), HistoryTurn("user", current_message)]
+    turns = [*_paired(list(history)), Message("user", current_message)]
     return [message for run in _runs(turns) for message in _as_messages(run)]
 
 

@@ -1,4 +1,4 @@
-"""Every prompt the coach uses, in one place.
+"""Owns every prompt the coach uses: the one place for model-facing text.
 
 Each onboarding step says what it must collect as `field: question` lines. The question is what
 the coach asks when the field is still unknown; the rules forbid asking again for anything that
@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from onboarding.state import OnboardingAgentType
+from onboarding.model.state import OnboardingAgentType
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ COACH_PERSONA = (
     "medical advice."
 )
 
-MEMORY_RULES = (
+NO_REASK_RULES = (
     "Rules:\n"
     "- Read the whole conversation before you answer. Never ask again for anything the client "
     "already told you, in this conversation or in an earlier step (see 'Already known').\n"
@@ -116,7 +116,7 @@ def _render_known(agent_context: Mapping[str, Any], skipped: Sequence[str] = ())
 
 
 @dataclass(frozen=True)
-class MemoryView:
+class PromptFacts:
     """What the system prompt carries besides the step: the profile, the summary, the waiting field."""
 
     profile_lines: Sequence[str] = ()
@@ -139,10 +139,10 @@ def _section(header: str, lines: Sequence[str], empty: str = "- nothing yet") ->
 
 
 def render_system_prompt(
-    step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: MemoryView | None = None
+    step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: PromptFacts | None = None
 ) -> str:
     """The system prompt for `step`, rebuilt from stored data on every call (seed 003)."""
-    memory = memory or MemoryView()
+    memory = memory or PromptFacts()
     prompt = STEP_PROMPTS[step]
     parts = [COACH_PERSONA]
     if memory.address_as:
@@ -164,7 +164,7 @@ def render_system_prompt(
             f"You asked for {memory.waiting_for} (asked {memory.waiting_attempts} time(s)). Read the client's "
             "new message as the answer to it and save it; if it is not an answer, ask once more, differently."
         )
-    parts.append(MEMORY_RULES)
+    parts.append(NO_REASK_RULES)
     return "\n\n".join(parts)
 
 

@@ -1,24 +1,15 @@
-"""Configuration of the SMS functions, from the environment template.yaml sets."""
+"""Owns what the SMS functions read besides `Settings` (template.yaml sets it)."""
 
-import os
-from collections.abc import Mapping
 from typing import ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-
-class _FromEnv(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    ENV_NAMES: ClassVar[dict[str, str]] = {}
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
-        env = os.environ if environ is None else environ
-        return cls.model_validate({field: env[var] for field, var in cls.ENV_NAMES.items() if env.get(var)})
+from onboarding.config.env import _FromEnv
 
 
 class WebhookSettings(_FromEnv):
+    """What the SMS webhook reads besides `Settings` (template.yaml sets it)."""
+
     queue_url: str = Field(min_length=1)
     idempotency_table_name: str = Field(min_length=3)
     twilio_auth_token_parameter: str = Field(min_length=1)
@@ -28,12 +19,7 @@ class WebhookSettings(_FromEnv):
     twilio_webhook_url: str | None = Field(default=None, pattern=r"^https?://")
     twilio_webhook_url_parameter: str | None = Field(default=None, pattern=r"^/")
     dedupe_window_s: int = Field(default=24 * 3600, ge=300)
-
-    @model_validator(mode="after")
-    def _one_webhook_url_source(self) -> Self:
-        if (self.twilio_webhook_url is None) == (self.twilio_webhook_url_parameter is None):
-            raise ValueError("set exactly one of TWILIO_WEBHOOK_URL and TWILIO_WEBHOOK_URL_PARAMETER")
-        return self
+    parameter_max_age_s: int = Field(default=300, ge=1)  # a rotated auth token is picked up this soon
 
     ENV_NAMES: ClassVar[dict[str, str]] = {
         "queue_url": "SMS_QUEUE_URL",
@@ -42,15 +28,25 @@ class WebhookSettings(_FromEnv):
         "twilio_webhook_url": "TWILIO_WEBHOOK_URL",
         "twilio_webhook_url_parameter": "TWILIO_WEBHOOK_URL_PARAMETER",
         "dedupe_window_s": "SMS_DEDUPE_WINDOW_S",
+        "parameter_max_age_s": "SSM_PARAMETER_MAX_AGE_S",
     }
+
+    @model_validator(mode="after")
+    def _one_webhook_url_source(self) -> Self:
+        if (self.twilio_webhook_url is None) == (self.twilio_webhook_url_parameter is None):
+            raise ValueError("set exactly one of TWILIO_WEBHOOK_URL and TWILIO_WEBHOOK_URL_PARAMETER")
+        return self
 
 
 class WorkerSettings(_FromEnv):
+    """What the SMS worker reads besides `Settings` (template.yaml sets it)."""
+
     idempotency_table_name: str = Field(min_length=3)
     twilio_account_sid: str = Field(min_length=1)
     twilio_auth_token_parameter: str = Field(min_length=1)
     twilio_api_base_url: str | None = Field(default=None, pattern=r"^https?://")
     dedupe_window_s: int = Field(default=24 * 3600, ge=300)
+    parameter_max_age_s: int = Field(default=300, ge=1)
 
     ENV_NAMES: ClassVar[dict[str, str]] = {
         "idempotency_table_name": "IDEMPOTENCY_TABLE_NAME",
@@ -58,4 +54,5 @@ class WorkerSettings(_FromEnv):
         "twilio_auth_token_parameter": "TWILIO_AUTH_TOKEN_PARAMETER",
         "twilio_api_base_url": "TWILIO_API_BASE_URL",
         "dedupe_window_s": "SMS_DEDUPE_WINDOW_S",
+        "parameter_max_age_s": "SSM_PARAMETER_MAX_AGE_S",
     }

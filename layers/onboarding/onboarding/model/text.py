@@ -1,4 +1,4 @@
-"""Text rules shared by every channel (no LangChain here: the SMS webhook imports it)."""
+"""Owns the text rules shared by every channel (no LangChain here: the SMS webhook imports it)."""
 
 
 def is_blank(text: str) -> bool:

@@ -1,4 +1,4 @@
-"""The only place that builds the Bedrock chat model.
+"""Owns building the Bedrock chat model: the only place that does.
 
 Endpoints are never passed here: botocore reads `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` itself, so the
 same code talks to real Bedrock or to the local emulator.
@@ -7,7 +7,7 @@ same code talks to real Bedrock or to the local emulator.
 from botocore.config import Config
 from langchain_core.language_models import BaseChatModel
 
-from onboarding.settings import Settings
+from onboarding.config import Settings
 
 
 def bedrock_client_config(settings: Settings) -> Config:

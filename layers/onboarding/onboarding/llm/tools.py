@@ -1,6 +1,6 @@
-"""The tools an onboarding agent can call inside a turn, and the turn's working memory they change.
+"""Owns the tools an onboarding agent calls inside a turn, and the working copy of state and profile they change.
 
-Tools only change `TurnMemory`, an in-memory copy of the user's state and profile. The turn stores
+Tools only change `WorkingCopy`, an in-memory copy of the user's state and profile. The turn stores
 it together with the reply in one transaction, so a turn that fails changes nothing, and a tool
 call that the turn stored always matches the state that was stored with it.
 """
@@ -15,13 +15,11 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, create_model
 
-from onboarding.frozen import thaw
-from onboarding.profile import MAX_VALUE_CHARS, FactKind, UserProfile
-from onboarding.prompts import STEP_PROMPTS, TOOL_TEXTS, save_tool_name
-from onboarding.state import OnboardingAgentType, OnboardingState, WaitingFor, next_step
-
-MAX_ASKS = 2
-"""How many turns may ask for one waited-for field before it is skipped (seed 004's bounded re-ask)."""
+from onboarding.config import DEFAULT_LIMITS, Limits
+from onboarding.llm.prompts import STEP_PROMPTS, TOOL_TEXTS, save_tool_name
+from onboarding.model.frozen import thaw
+from onboarding.model.profile import FactKind, UserProfile
+from onboarding.model.state import OnboardingAgentType, OnboardingState, WaitingFor, next_step
 
 # Answers of a step that also describe the client beyond onboarding: mirrored into the profile.
 PROFILE_MIRROR: Mapping[tuple[OnboardingAgentType, str], str] = {
@@ -32,24 +30,22 @@ PROFILE_MIRROR: Mapping[tuple[OnboardingAgentType, str], str] = {
 }
 
 
-def _clean(value: str) -> str:
-    return " ".join(value.split())[:MAX_VALUE_CHARS]
-
-
-class TurnMemory:
-    """The state and profile as the turn's tools leave them."""
+class WorkingCopy:
+    """The state and profile as the turn's tools leave them. `limits.max_asks` bounds the re-asks of
+    one waited-for field before it is skipped (seed 004); the profile limits bound what it keeps."""
 
     def __init__(
         self,
         step: OnboardingAgentType,
         state: OnboardingState,
         profile: UserProfile,
+        limits: Limits,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        max_asks: int = MAX_ASKS,
     ) -> None:
         self.step = step
         self._clock = clock
-        self._max_asks = max_asks
+        self._limits = limits
+        self._max_asks = limits.max_asks
         self._agent_context: dict[str, Any] = thaw(state.agent_context)
         self._current = state.current_agent
         self._waiting = state.waiting_for
@@ -59,6 +55,14 @@ class TurnMemory:
         self.profile = profile
         self.state_changed = False
         self.profile_changed = False
+
+    def _clean(self, value: str) -> str:
+        return " ".join(value.split())[: self._limits.profile_value_chars]
+
+    def _remember(self, kind: FactKind, value: str) -> UserProfile:
+        return self.profile.remember(
+            kind, value, max_chars=self._limits.profile_value_chars, max_facts=self._limits.profile_other_facts
+        )
 
     @property
     def state(self) -> OnboardingState:
@@ -82,7 +86,7 @@ class TurnMemory:
     def save_answers(self, answers: Mapping[str, str | None], step_complete: bool) -> str:
         """What `save_<step>` does: store the answers given, and finish the step when asked to and
         every item is known. The result tells the model what happened and what comes next."""
-        given = {key: _clean(value) for key, value in answers.items() if isinstance(value, str) and value.strip()}
+        given = {key: self._clean(value) for key, value in answers.items() if isinstance(value, str) and value.strip()}
         if self._completed_at is not None:
             return json.dumps({"error": "onboarding is already complete; nothing was saved"})
         saved = dict(self._agent_context.get(self.step.value, {}))
@@ -90,7 +94,7 @@ class TurnMemory:
         self._agent_context[self.step.value] = saved
         for key, value in given.items():
             if (profile_field := PROFILE_MIRROR.get((self.step, key))) is not None:
-                self.profile = self.profile.remember(profile_field, value)  # type: ignore[arg-type]
+                self.profile = self._remember(profile_field, value)  # type: ignore[arg-type]
                 self.profile_changed = True
         if self._waiting is not None and self._waiting.field in given:
             self._waiting = None
@@ -116,7 +120,7 @@ class TurnMemory:
     def remember(self, kind: FactKind, value: str) -> str:
         """What `remember_fact` does: keep a fact about the client in the profile."""
         before = self.profile
-        self.profile = self.profile.remember(kind, value)
+        self.profile = self._remember(kind, value)
         self.profile_changed = self.profile_changed or self.profile != before
         return json.dumps({"remembered": kind})
 
@@ -169,30 +173,31 @@ class _RememberFact(BaseModel):
     kind: Literal["name", "preferred_name", "goals", "level", "limitations", "preferences", "other"] = Field(
         description=TOOL_TEXTS["fact_kind"]
     )
-    value: str = Field(description=TOOL_TEXTS["fact_value"], max_length=MAX_VALUE_CHARS)
+    # Longer values are cut to the profile's limit when kept, not refused.
+    value: str = Field(description=TOOL_TEXTS["fact_value"])
 
 
-def build_tools(memory: TurnMemory) -> list[BaseTool]:
-    """The tools of `memory.step`'s agent, bound to `memory`. After onboarding only remember_fact."""
-    step = memory.step
+def build_tools(working: WorkingCopy) -> list[BaseTool]:
+    """The tools of `working.step`'s agent, bound to `working`. After onboarding only remember_fact."""
+    step = working.step
     remember = StructuredTool.from_function(
-        func=lambda kind, value: memory.remember(kind, value),
+        func=lambda kind, value: working.remember(kind, value),
         name="remember_fact",
         description=TOOL_TEXTS["remember_fact"],
         args_schema=_RememberFact,
     )
-    if memory.state.onboarding_complete:
+    if working.state.onboarding_complete:
         return [remember]
     return [
         StructuredTool.from_function(
-            func=lambda step_complete=False, **answers: memory.save_answers(answers, step_complete),
+            func=lambda step_complete=False, **answers: working.save_answers(answers, step_complete),
             name=save_tool_name(step),
             description=TOOL_TEXTS["save"].format(title=STEP_PROMPTS[step].title.lower()),
             args_schema=_save_schema(step),
         ),
         remember,
         StructuredTool.from_function(
-            func=lambda field: memory.ask_for(field),
+            func=lambda field: working.ask_for(field),
             name="ask_for",
             description=TOOL_TEXTS["ask_for"],
             args_schema=_ask_schema(step),
@@ -212,4 +217,6 @@ def tool_definitions(step: OnboardingAgentType, onboarding_complete: bool) -> tu
     of a tool to its JSON schema was the largest CPU cost of a turn). `build_tools` gives the
     callables that run them for one turn."""
     state = OnboardingState(current_agent=step, completed_at=datetime.now(UTC) if onboarding_complete else None)
-    return tuple(convert_to_openai_tool(tool) for tool in build_tools(TurnMemory(step, state, UserProfile())))
+    return tuple(
+        convert_to_openai_tool(tool) for tool in build_tools(WorkingCopy(step, state, UserProfile(), DEFAULT_LIMITS))
+    )

@@ -1,0 +1,41 @@
+"""Owns what a user does with their account outside a turn: read the conversation page by page,
+list and link phones, and erase everything.
+
+Handlers call this, never the repositories: the rules (what a history page shows, the page
+limits) live here.
+"""
+
+import asyncio
+from dataclasses import dataclass
+
+from onboarding.config import Limits
+from onboarding.model.errors import InvalidPageSizeError
+from onboarding.model.records import ErasureReport, HistoryPage, LinkCode
+from onboarding.persistence import Repositories
+
+
+@dataclass(frozen=True)
+class AccountService:
+    store: Repositories
+    limits: Limits
+
+    async def history(self, user_id: str, limit: int | None = None, cursor: str | None = None) -> HistoryPage:
+        """One page of what was said, newest first. Tool calls and results are the coach's
+        bookkeeping, not part of what was said, so they are left out (the cursor still moves past
+        them). Without a `limit`, the configured page size. InvalidCursorError for a cursor this
+        service did not hand out, InvalidPageSizeError for a limit over the configured maximum."""
+        limit = self.limits.history_page_size if limit is None else limit
+        if not 1 <= limit <= self.limits.history_page_max:
+            raise InvalidPageSizeError(f"limit must be between 1 and {self.limits.history_page_max}")
+        page = await asyncio.to_thread(self.store.conversations.history_page, user_id, limit, cursor)
+        said = tuple(m for m in page.messages if m.role != "tool" and m.content.strip())
+        return HistoryPage(messages=said, next_cursor=page.next_cursor)
+
+    async def phones(self, user_id: str) -> tuple[str, ...]:
+        return tuple(sorted(await asyncio.to_thread(self.store.phones.phones_of, user_id)))
+
+    async def create_link_code(self, user_id: str) -> LinkCode:
+        return await asyncio.to_thread(self.store.phones.create_link_code, user_id)
+
+    async def erase(self, user_id: str) -> ErasureReport:
+        return await asyncio.to_thread(self.store.erasure.erase, user_id)

@@ -1,0 +1,124 @@
+"""Owns building the product from its settings: the one composition root.
+
+Every dependency is built here and passed explicitly; nothing is a global or a singleton. Every
+AWS client comes from boto3's default session (a new session reads botocore's endpoint data
+again, about 0.1 s of a cold start apiece), and no endpoint is ever passed: botocore reads the
+standard `AWS_ENDPOINT_URL_*` variables itself. The builders of what calls the model import
+LangChain inside themselves, so the SMS webhook, which never calls the model, never loads it.
+"""
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+
+from onboarding.config import Settings, WebhookSettings, WorkerSettings
+from onboarding.persistence import Repositories
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+    from aws_lambda_powertools.utilities.parameters import SSMProvider
+    from langchain_core.language_models import BaseChatModel
+
+    from onboarding.account import AccountService
+    from onboarding.orchestrator import OnboardingAgentOrchestrator
+    from onboarding.sms.intake import SmsIntake
+    from onboarding.sms.responder import SmsResponder
+    from onboarding.turns import TurnService
+
+
+def build_repositories(settings: Settings) -> Repositories:
+    client = boto3.client(
+        "dynamodb",
+        region_name=settings.region,
+        config=Config(retries={"mode": "standard", "total_max_attempts": settings.dynamodb_max_attempts}),
+    )
+    return Repositories.over(client, settings.table_name, settings)
+
+
+def build_orchestrator(
+    settings: Settings, store: Repositories, llm: "BaseChatModel | None" = None
+) -> "OnboardingAgentOrchestrator":
+    from onboarding.llm.chat_model import build_chat_model
+    from onboarding.orchestrator import OnboardingAgentOrchestrator
+
+    return OnboardingAgentOrchestrator(store.conversations, llm or build_chat_model(settings), settings)
+
+
+def build_turn_service(settings: Settings, store: Repositories | None = None) -> "TurnService":
+    from onboarding.llm.chat_model import build_chat_model
+    from onboarding.llm.resilience import CircuitBreaker
+    from onboarding.llm.summarizer import Summarizer
+    from onboarding.turns import TurnService
+
+    store = store or build_repositories(settings)
+    llm = build_chat_model(settings)
+    return TurnService(
+        build_orchestrator(settings, store, llm),
+        store,
+        breaker=CircuitBreaker(settings.breaker),
+        summarizer=Summarizer(llm, settings.summary_max_tokens),
+    )
+
+
+def build_account(settings: Settings, store: Repositories) -> "AccountService":
+    from onboarding.account import AccountService
+
+    return AccountService(store, settings)
+
+
+def build_api(settings: Settings) -> tuple["TurnService", "AccountService"]:
+    """What the mobile API needs: the turn service and the account service, over one client."""
+    store = build_repositories(settings)
+    return build_turn_service(settings, store), build_account(settings, store)
+
+
+def build_parameters() -> "SSMProvider":
+    """SSM parameters, cached by Powertools per name."""
+    from aws_lambda_powertools.utilities.parameters import SSMProvider
+
+    return SSMProvider(boto3_client=boto3.client("ssm"))
+
+
+def twilio_auth_token(parameters: "SSMProvider", parameter_name: str, max_age_s: int) -> str:
+    """The Twilio auth token, from an SSM SecureString (cached `max_age_s`, so a rotation needs no redeploy)."""
+    return str(parameters.get(parameter_name, decrypt=True, max_age=max_age_s))
+
+
+def webhook_url(settings: WebhookSettings, parameters: "SSMProvider") -> Callable[[], str]:
+    """Where the webhook's public URL comes from: the setting, or its SSM parameter (cached)."""
+    if settings.twilio_webhook_url is not None:
+        return lambda: str(settings.twilio_webhook_url)
+    name = str(settings.twilio_webhook_url_parameter)
+    return lambda: str(parameters.get(name, max_age=settings.parameter_max_age_s))
+
+
+def build_idempotency_layer(table_name: str) -> "DynamoDBPersistenceLayer":
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    return DynamoDBPersistenceLayer(table_name=table_name, boto3_client=boto3.client("dynamodb"))
+
+
+def build_intake(settings: Settings, sms: WebhookSettings) -> "SmsIntake":
+    """The webhook's intake: phone owners, opt-outs, links, and the queue. No LangChain."""
+    from onboarding.sms.intake import SmsIntake
+    from onboarding.sms.queue import TurnQueue
+
+    queue = TurnQueue(boto3.client("sqs", region_name=settings.region), sms.queue_url)
+    return SmsIntake(build_repositories(settings).phones, queue)
+
+
+def build_responder(settings: Settings, sms: WorkerSettings) -> "SmsResponder":
+    """The worker's responder: the turn service, the phone directory and Twilio's sender."""
+    from onboarding.sms.responder import SmsResponder
+    from onboarding.sms.sender import TwilioSender
+
+    store = build_repositories(settings)
+    parameters = build_parameters()
+    sender = TwilioSender(
+        sms.twilio_account_sid,
+        lambda: twilio_auth_token(parameters, sms.twilio_auth_token_parameter, sms.parameter_max_age_s),
+        sms.twilio_api_base_url,
+    )
+    return SmsResponder(build_turn_service(settings, store), store, sender)

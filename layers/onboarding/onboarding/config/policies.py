@@ -1,0 +1,75 @@
+"""Owns the shapes of the policies the settings derive (`Limits.prompt`, `.fold`, `.retry`, ...).
+
+They have no defaults on purpose: every number comes from `onboarding.config.Limits`.
+"""
+
+from dataclasses import dataclass
+
+from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS
+
+
+@dataclass(frozen=True)
+class PromptLimits:
+    """The prompt's token budget (system + window + current message), the system prompt's share of
+    it, the most history messages the window holds, and the tool rounds of one turn."""
+
+    token_budget: int
+    system_allowance: int
+    window_messages: int
+    max_tool_rounds: int
+
+    @property
+    def max_message_tokens(self) -> int:
+        """The largest current message that always fits, whatever the system prompt holds."""
+        return self.token_budget - self.system_allowance - MESSAGE_OVERHEAD_TOKENS
+
+
+@dataclass(frozen=True)
+class FoldPolicy:
+    """When the unsummarized part of a conversation is folded into the summary, and down to what.
+
+    A fold starts once the unsummarized messages are more than `max_messages` or `max_tokens`, and
+    leaves the newest `keep_messages` / `keep_tokens`. Every stored message counts (tool results
+    too), so the turn's Query of `history_load_limit` messages always reaches the summary.
+    """
+
+    max_messages: int
+    max_tokens: int
+    keep_messages: int
+    keep_tokens: int
+    summary_max_tokens: int
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Tries of a model stream that fails before its first token, within `budget_s` in all."""
+
+    attempts: int
+    budget_s: float
+    first_backoff_s: float
+    max_backoff_s: float
+
+
+@dataclass(frozen=True)
+class BreakerPolicy:
+    """After `failure_threshold` failed turns in a row, no model calls for `reset_s` seconds."""
+
+    failure_threshold: int
+    reset_s: float
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """At most `messages` user messages per `window_s` seconds, counted in fixed windows."""
+
+    messages: int
+    window_s: int
+
+
+@dataclass(frozen=True)
+class ConversationRules:
+    """Where a conversation ends: an idle gap longer than `gap_s`, or a message that is wholly one of
+    `reset_keywords` (any case, punctuation ignored)."""
+
+    gap_s: float
+    reset_keywords: tuple[str, ...]

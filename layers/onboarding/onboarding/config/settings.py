@@ -1,0 +1,195 @@
+"""Owns every tunable limit with its default (`Limits`), the deployment's names (`Settings`), and
+the policies derived from the limits: no other module holds a default that could drift from these.
+"""
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Self
+
+from pydantic import Field, model_validator
+
+from onboarding.config.env import _FromEnv
+from onboarding.config.policies import (
+    BreakerPolicy,
+    ConversationRules,
+    FoldPolicy,
+    PromptLimits,
+    RateLimit,
+    RetryPolicy,
+)
+
+DEFAULT_MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+
+
+class Limits(_FromEnv):
+    """Every tunable limit, with its default. (`Settings` adds the deployment's names.)"""
+
+    model_max_attempts: int = Field(default=3, ge=1, le=10)
+    model_connect_timeout_s: float = Field(default=5.0, gt=0)
+    model_read_timeout_s: float = Field(default=60.0, gt=0)
+    model_max_tokens: int = Field(default=1024, ge=1)
+    model_temperature: float = Field(default=0.5, ge=0, le=1)
+    dynamodb_max_attempts: int = Field(default=5, ge=1, le=10)
+    # The turn's one Query: this many newest messages, plus the state, profile and summary items
+    # (the design card's "latest 20 messages").
+    history_load_limit: int = Field(default=20, ge=1, le=1000)
+    history_page_max: int = Field(default=100, ge=1, le=1000)
+    history_page_size: int = Field(default=20, ge=1, le=1000)  # a /history page when the app names no limit
+    # The fold's own read, when one is due: the unsummarized messages, newest this many.
+    fold_read_limit: int = Field(default=200, ge=2, le=5000)
+    max_message_bytes: int = Field(default=32 * 1024, ge=1, le=256 * 1024)
+    rate_limit_messages: int = Field(default=20, ge=0, le=10_000)  # 0: no limit
+    rate_limit_window_s: int = Field(default=60, ge=1, le=24 * 3600)
+    model_stream_attempts: int = Field(default=3, ge=1, le=10)
+    model_retry_budget_s: float = Field(default=20.0, gt=0)
+    model_first_backoff_s: float = Field(default=0.5, gt=0)
+    model_max_backoff_s: float = Field(default=4.0, gt=0)
+    circuit_failure_threshold: int = Field(default=5, ge=1)
+    circuit_reset_s: float = Field(default=30.0, gt=0)
+    # Memory beyond the window (docs/decisions/0011-memory-beyond-the-window.md).
+    token_budget: int = Field(default=12_000, ge=1000, le=200_000)
+    system_prompt_allowance: int = Field(default=5_000, ge=500)
+    window_max_messages: int = Field(default=15, ge=2, le=200)
+    window_max_tokens: int = Field(default=4_000, ge=100)
+    summary_max_tokens: int = Field(default=800, ge=50)
+    conversation_gap_s: int = Field(default=30 * 60, ge=1)
+    reset_keywords: tuple[str, ...] = ("start over", "reset", "new topic")
+    message_ttl_days: int = Field(default=365, ge=0, le=3650)  # 0: messages never expire
+    max_asks: int = Field(default=2, ge=1, le=10)
+    max_tool_rounds: int = Field(default=3, ge=1, le=10)
+    # How long a client (or Twilio) message id is remembered: deliveries are retried for minutes
+    # or hours, not weeks.
+    client_record_lifetime_s: int = Field(default=7 * 24 * 3600, ge=3600)
+    link_code_lifetime_s: int = Field(default=600, ge=60, le=24 * 3600)
+    profile_value_chars: int = Field(default=300, ge=20, le=4000)
+    profile_other_facts: int = Field(default=20, ge=0, le=200)
+    write_attempts: int = Field(default=3, ge=1, le=10)  # fresh keys after a key collision
+    erase_batch_attempts: int = Field(default=8, ge=1, le=20)
+
+    ENV_NAMES: ClassVar[dict[str, str]] = {
+        "model_max_attempts": "BEDROCK_MAX_ATTEMPTS",
+        "model_connect_timeout_s": "BEDROCK_CONNECT_TIMEOUT_S",
+        "model_read_timeout_s": "BEDROCK_READ_TIMEOUT_S",
+        "model_max_tokens": "BEDROCK_MAX_TOKENS",
+        "model_temperature": "BEDROCK_TEMPERATURE",
+        "dynamodb_max_attempts": "DYNAMODB_MAX_ATTEMPTS",
+        "history_load_limit": "HISTORY_LOAD_LIMIT",
+        "history_page_max": "HISTORY_PAGE_MAX",
+        "history_page_size": "HISTORY_PAGE_SIZE",
+        "fold_read_limit": "FOLD_READ_LIMIT",
+        "max_message_bytes": "MAX_MESSAGE_BYTES",
+        "rate_limit_messages": "RATE_LIMIT_MESSAGES",
+        "rate_limit_window_s": "RATE_LIMIT_WINDOW_S",
+        "model_stream_attempts": "BEDROCK_STREAM_ATTEMPTS",
+        "model_retry_budget_s": "BEDROCK_RETRY_BUDGET_S",
+        "circuit_failure_threshold": "CIRCUIT_FAILURE_THRESHOLD",
+        "circuit_reset_s": "CIRCUIT_RESET_S",
+        "token_budget": "TOKEN_BUDGET",
+        "system_prompt_allowance": "SYSTEM_PROMPT_ALLOWANCE",
+        "window_max_messages": "WINDOW_MAX_MESSAGES",
+        "window_max_tokens": "WINDOW_MAX_TOKENS",
+        "summary_max_tokens": "SUMMARY_MAX_TOKENS",
+        "conversation_gap_s": "CONVERSATION_GAP_S",
+        "message_ttl_days": "MESSAGE_TTL_DAYS",
+        "max_asks": "MAX_ASKS",
+        "max_tool_rounds": "MAX_TOOL_ROUNDS",
+        "link_code_lifetime_s": "LINK_CODE_LIFETIME_S",
+        "model_first_backoff_s": "BEDROCK_RETRY_FIRST_BACKOFF_S",
+        "model_max_backoff_s": "BEDROCK_RETRY_MAX_BACKOFF_S",
+        "client_record_lifetime_s": "CLIENT_RECORD_LIFETIME_S",
+        "profile_value_chars": "PROFILE_VALUE_CHARS",
+        "profile_other_facts": "PROFILE_OTHER_FACTS",
+        "write_attempts": "DYNAMODB_WRITE_ATTEMPTS",
+        "erase_batch_attempts": "ERASE_BATCH_ATTEMPTS",
+    }
+
+    @classmethod
+    def _env_values(cls, env: Mapping[str, str]) -> dict[str, Any]:
+        values = super()._env_values(env)
+        if "RESET_KEYWORDS" in env:  # comma-separated
+            values["reset_keywords"] = tuple(k.strip() for k in env["RESET_KEYWORDS"].split(",") if k.strip())
+        return values
+
+    @model_validator(mode="after")
+    def _limits_agree(self) -> Self:
+        # Between folds the whole unsummarized window must fit next to the system prompt...
+        if self.system_prompt_allowance + self.window_max_tokens >= self.token_budget:
+            raise ValueError("TOKEN_BUDGET must exceed SYSTEM_PROMPT_ALLOWANCE + WINDOW_MAX_TOKENS")
+        # ... and the turn's Query must reach back over all of it, or the messages beyond the read
+        # would be in neither the prompt nor the summary.
+        if self.window_max_messages > self.history_load_limit:
+            raise ValueError("HISTORY_LOAD_LIMIT must be at least WINDOW_MAX_MESSAGES")
+        if self.history_page_size > self.history_page_max:
+            raise ValueError("HISTORY_PAGE_SIZE must be at most HISTORY_PAGE_MAX")
+        if self.fold_read_limit < self.history_load_limit:
+            raise ValueError("FOLD_READ_LIMIT must be at least HISTORY_LOAD_LIMIT")
+        return self
+
+    @property
+    def prompt(self) -> PromptLimits:
+        return PromptLimits(
+            token_budget=self.token_budget,
+            system_allowance=self.system_prompt_allowance,
+            window_messages=self.window_max_messages,
+            max_tool_rounds=self.max_tool_rounds,
+        )
+
+    @property
+    def fold(self) -> FoldPolicy:
+        # A fold leaves half of each limit, so the next one is several turns away.
+        return FoldPolicy(
+            max_messages=self.window_max_messages,
+            max_tokens=self.window_max_tokens,
+            keep_messages=max(1, self.window_max_messages // 2),
+            keep_tokens=self.window_max_tokens // 2,
+            summary_max_tokens=self.summary_max_tokens,
+        )
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return RetryPolicy(
+            attempts=self.model_stream_attempts,
+            budget_s=self.model_retry_budget_s,
+            first_backoff_s=self.model_first_backoff_s,
+            max_backoff_s=self.model_max_backoff_s,
+        )
+
+    @property
+    def breaker(self) -> BreakerPolicy:
+        return BreakerPolicy(self.circuit_failure_threshold, self.circuit_reset_s)
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        return RateLimit(self.rate_limit_messages, self.rate_limit_window_s) if self.rate_limit_messages else None
+
+    @property
+    def conversations(self) -> ConversationRules:
+        return ConversationRules(self.conversation_gap_s, self.reset_keywords)
+
+    @property
+    def message_ttl_s(self) -> int | None:
+        """Messages expire this long after they were written; None keeps them until erased."""
+        return self.message_ttl_days * 24 * 3600 or None
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class Settings(Limits):
+    """The limits, plus where the deployment's things are (the table, the region, the model)."""
+
+    table_name: str = Field(min_length=3)
+    region: str = "us-east-1"
+    model_id: str = DEFAULT_MODEL_ID
+
+    ENV_NAMES: ClassVar[dict[str, str]] = {
+        **Limits.ENV_NAMES,
+        "table_name": "TABLE_NAME",
+        "model_id": "BEDROCK_MODEL_ID",
+    }
+
+    @classmethod
+    def _env_values(cls, env: Mapping[str, str]) -> dict[str, Any]:
+        values = super()._env_values(env)
+        if region := env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"):
+            values["region"] = region
+        return values

@@ -1,0 +1,58 @@
+"""Owns the rolling summary's model call (seed 002): folding what left the window into the summary.
+
+A fold runs after the turn's reply is stored, inside the same invocation, as one model call
+without tools. If it fails, nothing is lost: the messages stay unsummarized, and the next turn's
+fold takes them (folds are computed from what is stored, not remembered). Storing the new summary
+is the turn's job (`onboarding.turns`), like every other write of a turn.
+"""
+
+from collections.abc import Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from onboarding.llm.prompts import SUMMARY_SYSTEM_PROMPT, render_summary_request
+from onboarding.memory.tokens import count_tokens
+from onboarding.model.messages import Message
+from onboarding.model.records import ConversationSummary
+
+
+def transcript_lines(messages: Sequence[Message]) -> list[str]:
+    """The messages to fold as `Client:` / `Coach:` lines; tool calls and results are left out
+    (what they saved is in agent_context and the profile already)."""
+    lines: list[str] = []
+    for message in messages:
+        text = " ".join(message.content.split())
+        if message.role == "user" and text:
+            lines.append(f"Client: {text}")
+        elif message.role == "assistant" and text:
+            lines.append(f"Coach: {text}")
+    return lines
+
+
+def cap_summary(text: str, max_tokens: int) -> str:
+    """The summary within `max_tokens`: whole lines, the oldest dropped first."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    while lines and count_tokens("\n".join(lines)) > max_tokens:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+class Summarizer:
+    def __init__(self, llm: BaseChatModel, max_tokens: int) -> None:
+        self._llm = llm
+        self._max_tokens = max_tokens
+
+    async def summarize(self, due: Sequence[Message], summary: ConversationSummary | None) -> ConversationSummary:
+        """The summary that also covers `due` (oldest first, not empty). Raises what the model raises."""
+        lines = transcript_lines(due)
+        text = summary.text if summary else None
+        if lines:
+            reply = await self._llm.ainvoke(
+                [
+                    SystemMessage(content=SUMMARY_SYSTEM_PROMPT),
+                    HumanMessage(content=render_summary_request(text, lines)),
+                ]
+            )
+            text = str(reply.text)
+        return ConversationSummary(cap_summary(text or "", self._max_tokens), due[-1].message_id)

@@ -1,0 +1,5 @@
+"""Owns the domain's types: messages, onboarding state, profile, records and every domain error.
+
+Nothing here does I/O or imports LangChain or boto3, so every layer (and the SMS webhook's cold
+path) can use the same types.
+"""

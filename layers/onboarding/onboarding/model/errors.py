@@ -1,0 +1,69 @@
+"""Owns every domain exception: what handlers map to responses (see functions/api/api_errors.py)."""
+
+
+class StoreError(Exception):
+    """The table could not be read or written (after botocore's own retries): a service error or
+    no answer at all (connection refused, timeouts, a closed connection)."""
+
+
+class InvalidCursorError(ValueError):
+    """A history cursor that this store did not hand out."""
+
+
+class InvalidPageSizeError(ValueError):
+    """A history page size outside 1 and the configured maximum."""
+
+
+class InvalidPhoneError(ValueError):
+    """Not a phone number in E.164 form (`+` and 7 to 15 digits)."""
+
+
+class ClientIdConflictError(ValueError):
+    """A client message id that was already used for a different message."""
+
+
+class RateLimitedError(Exception):
+    """The user sent more messages than the rate limit allows; this one was not stored."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(f"too many messages; try again in {retry_after_s} s")
+        self.retry_after_s = retry_after_s
+
+
+class InvalidMessageError(ValueError):
+    """The user's message cannot be accepted as it is; nothing was stored."""
+
+
+class MessageTooLargeError(InvalidMessageError):
+    """The user's message is over the configured size limit; nothing was stored."""
+
+
+class MessageOverBudgetError(MessageTooLargeError):
+    """The message does not fit the prompt's token budget (alone, or next to the instructions)."""
+
+    def __init__(self, tokens: int, limit: int) -> None:
+        super().__init__(
+            f"the message is too long for the coach: about {tokens} tokens, and at most {limit} fit in "
+            "one message; please send it in shorter parts"
+        )
+        self.tokens = tokens
+        self.limit = limit
+
+
+class DuplicateMessageIdError(InvalidMessageError):
+    """A client message id that was already used for a different message; nothing was stored."""
+
+
+class ModelUnavailableError(RuntimeError):
+    """The model failed before finishing its reply. The user's message is stored; no reply is."""
+
+
+class CoachUnavailableError(ModelUnavailableError):
+    """The model has been failing, so this turn did not call it. The user's message is stored."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(
+            "The coach is taking a short break. Your message is saved; we'll get back to you, "
+            "please try again in a minute."
+        )
+        self.retry_after_s = retry_after_s

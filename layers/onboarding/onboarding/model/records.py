@@ -1,0 +1,89 @@
+"""Owns the records that cross the persistence boundary: what a turn loads, what a claim finds,
+history pages, phone owners, link codes and the erasure receipt."""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from onboarding.model.messages import Message
+from onboarding.model.profile import UserProfile
+from onboarding.model.state import OnboardingState
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    """The rolling summary; it covers every message up to and including `through_message_id`."""
+
+    text: str
+    through_message_id: str
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """What a turn needs from the table: state, profile, summary and the newest messages, oldest first.
+    `degraded` is set when the table could not be read and the turn goes on without its memory."""
+
+    state: OnboardingState = field(default_factory=OnboardingState)
+    messages: tuple[Message, ...] = ()
+    profile: UserProfile = field(default_factory=UserProfile)
+    summary: ConversationSummary | None = None
+    degraded: bool = False
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """Messages newest first; `next_cursor` continues after the last one (None at the end)."""
+
+    messages: tuple[Message, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class ClaimedTurn:
+    """The user's message for a client message id; `first` is False when an earlier delivery of the
+    same id already stored it, and `reply` is the coach's stored reply to it, if there is one."""
+
+    user_message: Message
+    reply: Message | None
+    first: bool
+    delivered: bool = False  # the reply reached the person (recorded by `mark_delivered`)
+
+
+@dataclass(frozen=True)
+class PhoneOwner:
+    """The user a phone number belongs to, and whether the number opted out of SMS."""
+
+    phone: str
+    user_id: str
+    opted_out: bool
+
+
+@dataclass(frozen=True)
+class LinkCode:
+    code: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class ErasureReport:
+    """What an erase deleted, counted by kind. A phone's CONTACT# item and a link code's pointer
+    are halves of the phone and the code, not counted on their own."""
+
+    messages: int = 0
+    state_items: int = 0  # onboarding state, profile and summary
+    phone_numbers: int = 0  # PHONE# owner items that still named this user
+    dedupe_records: int = 0  # CLIENT# items: which message a client or Twilio message id produced
+    rate_counters: int = 0  # LIMIT# items
+    link_codes: int = 0  # LINK# codes this user created that were still stored
+    other_items: int = 0  # partition items of a kind this version does not know (deleted all the same)
+
+    @property
+    def total(self) -> int:
+        return (
+            self.messages
+            + self.state_items
+            + self.phone_numbers
+            + self.dedupe_records
+            + self.rate_counters
+            + self.link_codes
+            + self.other_items
+        )

@@ -1,0 +1,56 @@
+"""Owns the DynamoDB table: the only package that speaks DynamoDB.
+
+`keys` (the key schema), `codec` (items to domain types and back), `calls` (one place that
+translates every botocore failure, service or network, into `StoreError` and reads a cancelled
+transaction's reasons by the name of the item they belong to), and one repository per aggregate:
+`conversation` (reads), `turn_writes` (a turn's writes), `phones`, `rate_limit`, `erasure`.
+`Repositories` bundles them over one client.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from onboarding.config import Limits
+from onboarding.persistence.conversation import ConversationRepository
+from onboarding.persistence.erasure import Eraser
+from onboarding.persistence.phones import PhoneDirectory
+from onboarding.persistence.rate_limit import RateLimiter
+from onboarding.persistence.turn_writes import TurnWriter
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+__all__ = [
+    "ConversationRepository",
+    "Eraser",
+    "PhoneDirectory",
+    "RateLimiter",
+    "Repositories",
+    "TurnWriter",
+]
+
+
+@dataclass(frozen=True)
+class Repositories:
+    """Every repository of one table, over one client."""
+
+    conversations: ConversationRepository
+    writes: TurnWriter
+    phones: PhoneDirectory
+    rate_limits: RateLimiter
+    erasure: Eraser
+
+    @classmethod
+    def over(
+        cls, client: "DynamoDBClient", table_name: str, limits: Limits, clock: Callable[[], float] = time.time
+    ) -> "Repositories":
+        rate_limits = RateLimiter(client, table_name, clock)
+        return cls(
+            conversations=ConversationRepository(client, table_name, clock),
+            writes=TurnWriter(client, table_name, limits, rate_limits, clock),
+            phones=PhoneDirectory(client, table_name, limits, clock),
+            rate_limits=rate_limits,
+            erasure=Eraser(client, table_name, limits),
+        )

@@ -1,0 +1,127 @@
+"""Owns reading a user's conversation: the turn's one Query, history pages, and the fold's read."""
+
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from onboarding.model.messages import Message
+from onboarding.model.profile import UserProfile
+from onboarding.model.records import ConversationSummary, HistoryPage, TurnContext
+from onboarding.model.state import OnboardingState
+from onboarding.persistence.calls import store_call
+from onboarding.persistence.codec import parse_message, parse_profile, parse_state, parse_summary
+from onboarding.persistence.keys import (
+    HEAD_ITEMS,
+    MESSAGE_PREFIX,
+    PROFILE_SORT_KEY,
+    STATE_SORT_KEY,
+    SUMMARY_SORT_KEY,
+    decode_cursor,
+    encode_cursor,
+    message_sort_key,
+    partition,
+    user_key,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+Item = Mapping[str, Any]
+
+
+class ConversationRepository:
+    """Reads a user's messages, state, profile and summary."""
+
+    def __init__(self, client: "DynamoDBClient", table_name: str, clock: Callable[[], float] = time.time) -> None:
+        self._client = client
+        self._table = table_name
+        self._clock = clock
+
+    def load_turn(self, user_id: str, message_limit: int, exclude_message_id: str | None = None) -> TurnContext:
+        """The user's state, profile, summary and newest `message_limit` messages (oldest first), in
+        one Query. `exclude_message_id` is the turn's own message when it was stored before the
+        read (a turn with a client message id): it is read past, not counted as history.
+
+        A second page is read only when DynamoDB's 1 MB page limit cut the first one short.
+        Items that cannot be understood are skipped with a warning, never fatal.
+        """
+        state, profile, summary = OnboardingState(), UserProfile(), None
+        newest_first: list[Message] = []
+        extra = 1 if exclude_message_id else 0
+        items, _ = self._query_newest(user_id, message_limit + len(HEAD_ITEMS) + extra)
+        now = self._clock()
+        for item in items:
+            sort_key = item.get("sk", {}).get("S", "")
+            if sort_key == STATE_SORT_KEY:
+                state = parse_state(item) or state
+            elif sort_key == PROFILE_SORT_KEY:
+                profile = parse_profile(item) or profile
+            elif sort_key == SUMMARY_SORT_KEY:
+                summary = parse_summary(item)
+            elif (
+                sort_key.startswith(MESSAGE_PREFIX)
+                and len(newest_first) < message_limit
+                and (message := parse_message(item, now)) is not None
+                and message.message_id != exclude_message_id
+            ):
+                newest_first.append(message)
+        return TurnContext(state=state, messages=tuple(reversed(newest_first)), profile=profile, summary=summary)
+
+    def history_page(self, user_id: str, limit: int, cursor: str | None = None) -> HistoryPage:
+        """One page of the user's messages, newest first, continuing after `cursor`."""
+        start = user_key(user_id, decode_cursor(cursor)) if cursor else None
+        items, more = self._query_newest(user_id, limit, messages_only=True, exclusive_start_key=start)
+        now = self._clock()
+        messages = tuple(message for item in items if (message := parse_message(item, now)) is not None)
+        next_cursor = encode_cursor(items[-1]["sk"]["S"]) if more and items else None
+        return HistoryPage(messages=messages, next_cursor=next_cursor)
+
+    def messages_after(self, user_id: str, summary: ConversationSummary | None, limit: int) -> tuple[Message, ...]:
+        """The newest `limit` messages the summary does not cover yet, oldest first (the fold's read)."""
+        lower = message_sort_key(summary.through_message_id) if summary else MESSAGE_PREFIX
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :after AND :last",
+            "ExpressionAttributeValues": {
+                ":pk": partition(user_id),
+                ":after": {"S": lower + "\x00"},  # strictly after the covered message
+                ":last": {"S": MESSAGE_PREFIX + "\U0010ffff"},
+            },
+            "ScanIndexForward": False,
+        }
+        items, _ = self._paged(request, limit)
+        now = self._clock()
+        return tuple(reversed([m for item in items if (m := parse_message(item, now)) is not None]))
+
+    def _query_newest(
+        self,
+        user_id: str,
+        limit: int,
+        messages_only: bool = False,
+        exclusive_start_key: dict[str, Any] | None = None,
+    ) -> tuple[list[Item], bool]:
+        """Up to `limit` items of the partition, highest sort key first, and whether more may follow."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk" + (" AND begins_with(sk, :messages)" if messages_only else ""),
+            "ExpressionAttributeValues": {":pk": partition(user_id)}
+            | ({":messages": {"S": MESSAGE_PREFIX}} if messages_only else {}),
+            "ScanIndexForward": False,
+        }
+        if exclusive_start_key:
+            request["ExclusiveStartKey"] = exclusive_start_key
+        return self._paged(request, limit)
+
+    def _paged(self, request: dict[str, Any], limit: int) -> tuple[list[Item], bool]:
+        """Up to `limit` items of `request`: usually one Query, another only when DynamoDB's 1 MB
+        page limit cut a page short."""
+        items: list[Item] = []
+        while len(items) < limit:
+            with store_call("could not read the conversation"):
+                page = self._client.query(**request, Limit=limit - len(items))
+            items.extend(page.get("Items", []))
+            start_key = page.get("LastEvaluatedKey")
+            if not start_key:
+                return items, False
+            request = request | {"ExclusiveStartKey": start_key}
+        return items, True

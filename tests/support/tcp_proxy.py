@@ -1,0 +1,121 @@
+"""A small TCP proxy in front of a local server, for fault tests over real sockets.
+
+Modes, switchable while it runs:
+- `pass`: bytes flow both ways unchanged;
+- `refuse`: a new connection is accepted and reset at once (the client sees a refused or reset
+  connection before it sent anything that could land);
+- `drop_response`: the request reaches the server, whose answer is thrown away and the client's
+  connection closed: the write landed, the client never hears so (a lost response);
+- `stall`: the connection is accepted and the request read, and nothing ever comes back.
+
+`drop_next(n)` drops the next `n` responses and passes the rest. Only loopback addresses are used.
+"""
+
+import contextlib
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+from typing import Literal
+
+Mode = Literal["pass", "refuse", "drop_response", "stall"]
+
+
+class TcpProxy:
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
+        self._target = (target_host, target_port)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.mode: Mode = "pass"
+        self._drops_left = 0
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._sockets: list[socket.socket] = []
+        self.connections = 0
+        self.dropped_responses = 0
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def __enter__(self) -> "TcpProxy":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._closing.set()
+        self._listener.close()
+        with self._lock:
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):
+                    sock.close()
+
+    def drop_next(self, count: int) -> None:
+        with self._lock:
+            self._drops_left = count
+
+    def _take_drop(self) -> bool:
+        with self._lock:
+            if self._drops_left > 0:
+                self._drops_left -= 1
+                return True
+            return self.mode == "drop_response"
+
+    def _track(self, sock: socket.socket) -> socket.socket:
+        with self._lock:
+            self._sockets.append(sock)
+        return sock
+
+    def _accept(self) -> None:
+        while not self._closing.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(self._track(client),), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        if self.mode == "refuse":
+            # SO_LINGER 0: close sends a reset, as a host with nothing listening would.
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.close()
+            return
+        if self.mode == "stall":
+            with contextlib.suppress(OSError):
+                while client.recv(65536):
+                    pass
+            return
+        try:
+            upstream = self._track(socket.create_connection(self._target, timeout=30))
+        except OSError:
+            client.close()
+            return
+        threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+        self._answers(upstream, client)
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def _answers(self, upstream: socket.socket, client: socket.socket) -> None:
+        """Server → client; the first chunk of a response to drop closes both sides instead."""
+        with contextlib.suppress(OSError):
+            while data := upstream.recv(65536):
+                if self._take_drop():
+                    self.dropped_responses += 1
+                    for sock in (client, upstream):
+                        with contextlib.suppress(OSError):
+                            sock.close()
+                    return
+                client.sendall(data)
+        with contextlib.suppress(OSError):
+            client.close()
+
+
+@contextlib.contextmanager
+def proxy_to(port: int) -> Iterator[TcpProxy]:
+    with TcpProxy(port) as proxy:
+        yield proxy
