@@ -151,6 +151,9 @@ async def test_the_user_comes_from_the_verified_claims_not_the_body(
         (b"\xff\xfe{", 400, "invalid_request"),
         (b'{"message": 5}', 400, "invalid_request"),
         (b'{"message": "   "}', 400, "invalid_message"),
+        # Invisible characters only: NUL, zero-width spaces and joiners, a word joiner, a BOM.
+        (b'{"message": "\\u0000"}', 400, "invalid_message"),
+        (b'{"message": "\\u200b\\u200c \\u200d\\u2060\\ufeff"}', 400, "invalid_message"),
         (b'{"message": "\\ud800"}', 400, "invalid_message"),
         (json.dumps({"message": "x" * 40_000}).encode(), 413, "message_too_large"),
     ],

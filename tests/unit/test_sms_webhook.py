@@ -221,8 +221,12 @@ def test_ordinary_texts_about_links_go_to_the_coach(
     assert [r.text for r in queued()] == [text]
 
 
-def test_a_text_without_words_gets_a_short_answer(handler: Handler, queued: Callable[[], list[SmsTurnRequest]]) -> None:
-    response = call(handler, event(webhook_form("SM1", PHONE, "", NumMedia="1")))
+@pytest.mark.parametrize("body", ["", "\u200b\u200b", "\ufeff\u2060", "\u0000 \u200d"])
+def test_a_text_without_words_gets_a_short_answer(
+    handler: Handler, queued: Callable[[], list[SmsTurnRequest]], body: str
+) -> None:
+    """A picture alone, or only invisible characters: nothing for the coach to read."""
+    response = call(handler, event(webhook_form("SM1", PHONE, body, NumMedia="1" if not body else "0")))
     assert TEXT_ONLY.split(".")[0] in response["body"]
     assert queued() == []
 

@@ -39,7 +39,9 @@ async def test_the_next_turn_sees_the_previous_ones(service: TurnService, emulat
     assert [t.text for t in last if t.role == "user" and t.text] == ["Hi", "I'm a beginner", "I run twice a week"]
 
 
-@pytest.mark.parametrize("message", ["", "   \n\t", "\u3000"])
+@pytest.mark.parametrize(
+    "message", ["", "   \n\t", "\u3000", "\u0000", "\u200b\u200b", "\u2060", "\ufeff", "\u200b \u200c\u200d\u00ad"]
+)
 async def test_blank_messages_are_rejected_and_nothing_is_stored(
     service: TurnService, store: Repositories, message: str
 ) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from onboarding.config import Limits
 from onboarding.model.errors import InvalidPageSizeError
 from onboarding.model.records import ErasureReport, HistoryPage, LinkCode
+from onboarding.model.text import is_blank
 from onboarding.persistence import Repositories
 
 
@@ -28,7 +29,7 @@ class AccountService:
         if not 1 <= limit <= self.limits.history_page_max:
             raise InvalidPageSizeError(f"limit must be between 1 and {self.limits.history_page_max}")
         page = await asyncio.to_thread(self.store.conversations.history_page, user_id, limit, cursor)
-        said = tuple(m for m in page.messages if m.role != "tool" and m.content.strip())
+        said = tuple(m for m in page.messages if m.role != "tool" and not is_blank(m.content))
         return HistoryPage(messages=said, next_cursor=page.next_cursor)
 
     async def phones(self, user_id: str) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from onboarding.memory.window import fit_window, message_tokens
 from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.messages import Message, ToolCall
 from onboarding.model.state import OnboardingAgentType
+from onboarding.model.text import is_blank
 
 logger = Logger(child=True)
 
@@ -155,7 +156,7 @@ class BaseOnboardingAgent(ABC):
             calls = list(gathered.tool_calls) if gathered is not None else []
             text = _text(gathered)
             if not calls or round_number == self.limits.max_tool_rounds:
-                if text.strip():
+                if not is_blank(text):
                     self.produced.append(Message("assistant", text))
                 break
             stored_calls = tuple(ToolCall(str(c["id"]), c["name"], dict(c["args"])) for c in calls)

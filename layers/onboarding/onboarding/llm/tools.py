@@ -20,6 +20,7 @@ from onboarding.llm.prompts import STEP_PROMPTS, TOOL_TEXTS, save_tool_name
 from onboarding.model.frozen import thaw
 from onboarding.model.profile import FactKind, UserProfile
 from onboarding.model.state import OnboardingAgentType, OnboardingState, WaitingFor, next_step
+from onboarding.model.text import is_blank
 
 # Answers of a step that also describe the client beyond onboarding: mirrored into the profile.
 PROFILE_MIRROR: Mapping[tuple[OnboardingAgentType, str], str] = {
@@ -86,7 +87,9 @@ class WorkingCopy:
     def save_answers(self, answers: Mapping[str, str | None], step_complete: bool) -> str:
         """What `save_<step>` does: store the answers given, and finish the step when asked to and
         every item is known. The result tells the model what happened and what comes next."""
-        given = {key: self._clean(value) for key, value in answers.items() if isinstance(value, str) and value.strip()}
+        given = {
+            key: self._clean(value) for key, value in answers.items() if isinstance(value, str) and not is_blank(value)
+        }
         if self._completed_at is not None:
             return json.dumps({"error": "onboarding is already complete; nothing was saved"})
         saved = dict(self._agent_context.get(self.step.value, {}))

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from onboarding.model.text import is_blank
+
 ProfileField = Literal["name", "preferred_name", "goals", "level", "limitations", "preferences"]
 FactKind = ProfileField | Literal["other"]
 PROFILE_FIELDS: tuple[ProfileField, ...] = ("name", "preferred_name", "goals", "level", "limitations", "preferences")
@@ -38,7 +40,7 @@ class UserProfile(BaseModel):
         latest statement wins); an `other` fact is added, the oldest dropped beyond `max_facts`, so
         the system prompt stays bounded."""
         value = " ".join(value.split())[:max_chars]
-        if not value:
+        if is_blank(value):
             return self
         if kind == "other":
             facts = (*(f for f in self.other_facts if f != value), value)
