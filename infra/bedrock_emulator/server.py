@@ -34,9 +34,10 @@ class Fault:
     503 ServiceUnavailableException; `stream_error` sends `modelStreamErrorException` after
     `after_chunks` text chunks, and `stream_throttle` a `throttlingException` event there (Bedrock
     can refuse inside a stream that already opened); `empty_reply` streams a complete message with
-    no text (a model may do that, e.g. when it stops at once)."""
+    no text (a model may do that, e.g. when it stops at once); `none` answers normally (to queue a
+    fault for a later request)."""
 
-    kind: Literal["throttle", "unavailable", "stream_error", "stream_throttle", "empty_reply"]
+    kind: Literal["throttle", "unavailable", "stream_error", "stream_throttle", "empty_reply", "none"]
     after_chunks: int = 0
 
 

@@ -17,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 
 from functions.api.app import create_app
 from infra.bedrock_emulator import BedrockEmulator
+from infra.bedrock_emulator.coach import CoachReply, ToolCall
 from infra.bedrock_emulator.server import Fault
 from onboarding.account import AccountService
 from onboarding.config import DEFAULT_LIMITS, BreakerPolicy, RetryPolicy, Settings
@@ -72,6 +73,27 @@ async def test_a_stream_that_fails_before_its_first_token_is_retried(
     assert len(emulator.requests) - before == 2
     assert [m.role for m in store.conversations.load_turn("u", 20).messages] == ["user", "assistant"]
     assert "ModelRetry" in metrics_in(capsys.readouterr().out)
+
+
+async def test_a_retry_after_a_tool_round_keeps_nothing_of_the_first_try(
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
+) -> None:
+    """The first try calls a tool (no text yet), then its next round fails before any text: the
+    retried reply never saw that tool call, so neither the call, its result nor its effect on the
+    state is stored; only the retry's own."""
+    first_try = ToolCall("tooluse-first-try", "save_fitness_assessment", {"fitness_level": "advanced"})
+    emulator.script(CoachReply("", (first_try,)))
+    emulator.queue_fault(Fault("none"))  # the first round answers (the scripted tool call)...
+    emulator.queue_fault(Fault("stream_error", after_chunks=0))  # ... the second fails at once
+    result = await (await service.start_turn("u", "I'm a beginner")).collect()
+    stored = store.conversations.load_turn("u", 20)
+    calls = [call.call_id for m in stored.messages for call in m.tool_calls]
+    results = [m.tool_call_id for m in stored.messages if m.role == "tool"]
+    assert "tooluse-first-try" not in calls + results
+    assert calls == results  # the retry's own calls, each with its result
+    saved = stored.state.agent_context.get("fitness_assessment", {})
+    assert saved.get("fitness_level") != "advanced"  # the first try's effect is gone too
+    assert result.assistant_message is not None
 
 
 @pytest.mark.parametrize("fault", [Fault("throttle"), Fault("unavailable")], ids=["429", "503"])

@@ -70,9 +70,14 @@ class BaseOnboardingAgent(ABC):
         self.context = context
         self.llm = llm
         self.limits = limits.prompt
-        self.working = WorkingCopy(self.agent_type, context.onboarding_state(self.agent_type), context.profile, limits)
+        self._limits = limits
+        self.working = self._fresh_working_copy()
         self.produced: list[Message] = []
         """What this turn added after the user's message: tool calls, tool results, the reply."""
+
+    def _fresh_working_copy(self) -> WorkingCopy:
+        state = self.context.onboarding_state(self.agent_type)
+        return WorkingCopy(self.agent_type, state, self.context.profile, self._limits)
 
     def _prompt_facts(self, summary_lines: list[str]) -> PromptFacts:
         waiting = self.context.waiting_for
@@ -135,6 +140,10 @@ class BaseOnboardingAgent(ABC):
         Tool calls run inside the turn: their results go back to the model, which then goes on
         with its reply (at most `max_tool_rounds` rounds). What the turn produced is in `produced`.
         """
+        # Each call starts from the loaded state: a try retried after a tool round must not keep
+        # the first try's tool calls or their effects, which its reply never saw.
+        self.produced = []
+        self.working = self._fresh_working_copy()
         messages = self._build_messages(message)
         by_name = {tool.name: tool for tool in build_tools(self.working)}
         definitions = tool_definitions(self.agent_type, self.context.completed_at is not None)
