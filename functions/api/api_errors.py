@@ -15,6 +15,7 @@ from onboarding.model.errors import (
     ModelUnavailableError,
     RateLimitedError,
     StoreError,
+    UserErasedError,
 )
 
 STORE_RETRY_AFTER_S = 2  # a store failure is usually over in seconds (botocore already retried)
@@ -55,6 +56,7 @@ def _retry_after(error: Exception) -> int | None:
 # Most specific first: the first matching row answers.
 _TABLE: tuple[tuple[type[Exception], HTTPStatus, str], ...] = (
     (DuplicateMessageIdError, HTTPStatus.CONFLICT, "duplicate_message_id"),
+    (UserErasedError, HTTPStatus.CONFLICT, "user_erased"),
     (RateLimitedError, HTTPStatus.TOO_MANY_REQUESTS, "rate_limited"),
     (MessageTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "message_too_large"),
     (InvalidCursorError, HTTPStatus.BAD_REQUEST, "invalid_cursor"),

@@ -66,14 +66,20 @@ class DeletedCounts(CamelModel):
     state_items: int = Field(description="Onboarding state, profile and conversation summary.")
     phone_numbers: int = Field(description="Phone numbers unlinked (a number re-linked to someone else stays).")
     dedupe_records: int = Field(description="Records of which message a client or SMS message id produced.")
-    rate_counters: int
     link_codes: int = Field(description="Phone-link codes not used yet.")
     other_items: int
 
 
+class KeptCounts(CamelModel):
+    rate_counters: int = Field(
+        description="Rate-limit counters: only how many messages were sent in a window; they expire within the hour."
+    )
+
+
 class ErasureResponse(CamelModel):
     deleted: DeletedCounts
-    total: int
+    total: int = Field(description="Items deleted.")
+    kept: KeptCounts
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {

@@ -238,11 +238,12 @@ def create_app(service: TurnService, account: AccountService) -> FastAPI:
             state_items=report.state_items,
             phone_numbers=report.phone_numbers,
             dedupe_records=report.dedupe_records,
-            rate_counters=report.rate_counters,
             link_codes=report.link_codes,
             other_items=report.other_items,
         )
-        return S.ErasureResponse(deleted=deleted, total=report.total)
+        return S.ErasureResponse(
+            deleted=deleted, total=report.total, kept=S.KeptCounts(rate_counters=report.kept_rate_counters)
+        )
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

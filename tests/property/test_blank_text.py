@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from onboarding.config import DEFAULT_LIMITS
-from onboarding.llm.tools import WorkingCopy
+from onboarding.llm.working_copy import WorkingCopy
 from onboarding.model.profile import UserProfile
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.model.text import is_blank

@@ -48,7 +48,7 @@ def conversations(draw: st.DrawFn, max_turns: int = 40) -> list[Message]:
     for turn in range(draw(st.integers(min_value=0, max_value=max_turns))):
         now += timedelta(seconds=draw(st.sampled_from([5, 60, 600, 3600, 86_400])))
         text = draw(st.one_of(content, st.sampled_from(["Start over!", "reset"]), st.text(min_size=1, max_size=3000)))
-        if not text.strip():
+        if is_blank(text):
             text = "x"
 
         def add(role: Any, body: str, **extra: Any) -> None:

@@ -19,6 +19,7 @@ from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import message_texts
 from onboarding.memory.conversations import is_reset_command
 from onboarding.model.messages import Message, Role
+from onboarding.model.text import is_blank
 from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
 
@@ -55,7 +56,7 @@ def _texts(messages: Sequence[BaseMessage]) -> list[str]:
 def _expected_texts(entries: Sequence[Mapping[str, Any]], message: str, window: int) -> list[str]:
     """Reference model: valid entries, the last `window` of them, blank ones dropped, no leading assistant."""
     valid = [e for e in entries if e.get("role") in ("user", "assistant") and isinstance(e.get("content"), str)]
-    kept = [e for e in valid[-window:] if e["content"].strip()]
+    kept = [e for e in valid[-window:] if not is_blank(e["content"])]
     while kept and kept[0]["role"] == "assistant":
         kept = kept[1:]
     return [e["content"] for e in kept] + [message]
@@ -272,7 +273,7 @@ def test_property_8_bedrock_valid_message_lists(
     assert [type(m) for m in turns] == [HumanMessage if i % 2 == 0 else AIMessage for i in range(len(turns))]
     assert isinstance(turns[-1], HumanMessage)
     assert message_texts(turns[-1])[-1] == user_message
-    assert all(text.strip() for text in _texts(turns))
+    assert all(not is_blank(text) for text in _texts(turns))
     assert _texts(turns) == _expected_texts(entries, user_message, Limits().window_max_messages)
     before = len(emulator.requests)
     llm.invoke(messages)  # raises ValidationException if Bedrock would reject the list

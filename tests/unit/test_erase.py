@@ -3,6 +3,7 @@
 import itertools
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -13,13 +14,14 @@ import onboarding.persistence.erasure as erasure_module
 from functions.api.app import create_app
 from onboarding.account import AccountService
 from onboarding.config import RateLimit, Settings
-from onboarding.model.errors import StoreError
+from onboarding.model.errors import RateLimitedError, StoreError, UserErasedError
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
 from onboarding.model.records import ConversationSummary, ErasureReport
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.turns import TurnService
+from tests.support.seed import commit
 from tests.unit.conftest import TABLE
 
 pytestmark = pytest.mark.unit
@@ -27,20 +29,22 @@ pytestmark = pytest.mark.unit
 PHONE = "+15551230001"
 OTHER_PHONE = "+15551230002"
 LIMIT = RateLimit(messages=100, window_s=60)
-# What `_fill` stores: 2 messages, state + profile + summary, 1 phone, 1 client id, 1 rate window, 1 code.
-FILLED = ErasureReport(messages=2, state_items=3, phone_numbers=1, dedupe_records=1, rate_counters=1, link_codes=1)
+# What `_fill` stores: 2 messages, state + profile + summary, 1 phone, 1 client id, 1 code (all
+# deleted), and 1 rate window (kept: an erase must not reset the rate limit).
+FILLED = ErasureReport(messages=2, state_items=3, phone_numbers=1, dedupe_records=1, link_codes=1, kept_rate_counters=1)
 
 
 def _fill(store: Repositories, user_id: str, phone: str) -> str:
     """Store one of everything for `user_id`; returns the pending link code."""
     claimed = store.writes.claim_user_message(user_id, "client-1", "I want to run a 5k", rate_limit=LIMIT)
-    (reply,) = store.writes.commit_reply(
+    (reply,) = commit(
+        store,
         user_id,
         [Message("assistant", "Great goal!")],
         client_id="client-1",
         state=OnboardingState(current_agent=OnboardingAgentType.GOAL_SETTING, agent_context={"k": 1}),
         profile=UserProfile(name="Sam", goals="5k"),
-    )
+    ).messages
     assert store.writes.save_summary(user_id, ConversationSummary("wants a 5k", claimed.user_message.message_id))
     assert reply.content == "Great goal!"
     store.phones.link(phone, user_id)
@@ -58,6 +62,12 @@ def _belongs_to(item: dict[str, Any], user_id: str) -> bool:
     return bool(item["pk"]["S"] == f"USER#{user_id}" or item.get("user_id", {}).get("S") == user_id)
 
 
+def _left_of(dynamodb: Any, user_id: str) -> list[str]:
+    """Sort keys of what is still stored for `user_id`, but the rate counters an erase keeps."""
+    kept = [item["sk"]["S"] for item in _items(dynamodb) if _belongs_to(item, user_id)]
+    return [sk for sk in kept if not sk.startswith("LIMIT#")]
+
+
 def _failing(dynamodb: Any, operation: str) -> None:
     def fail(**_: Any) -> Any:
         raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, operation)
@@ -73,10 +83,13 @@ def test_erase_deletes_everything_of_the_user_and_nothing_of_anyone_else(store: 
     report = store.erasure.erase("erased")
 
     assert report == FILLED
-    assert report.total == 9
+    assert report.total == 8
     left = _items(dynamodb)
-    assert [item for item in left if _belongs_to(item, "erased")] == []
-    assert sorted(str(item) for item in left) == others_before  # the other user's items, untouched
+    kept = [item["sk"]["S"] for item in left if _belongs_to(item, "erased")]
+    assert len(kept) == 1
+    assert kept[0].startswith("LIMIT#")  # only the rate counter
+    others_after = sorted(str(item) for item in left if _belongs_to(item, "other"))
+    assert others_after == others_before  # the other user's items, untouched
     assert store.phones.find_owner(PHONE) is None
     assert store.phones.find_owner(OTHER_PHONE) is not None
     assert store.phones.link_by_code("+15551230003", other_code) is not None  # their code still works
@@ -100,8 +113,8 @@ def test_the_next_turn_starts_from_scratch(store: Repositories) -> None:
 
 def test_erasing_twice_or_an_unknown_user_reports_zeros(store: Repositories) -> None:
     _fill(store, "erased", PHONE)
-    assert store.erasure.erase("erased").total == 9
-    assert store.erasure.erase("erased") == ErasureReport()
+    assert store.erasure.erase("erased").total == 8
+    assert store.erasure.erase("erased") == ErasureReport(kept_rate_counters=1)
     assert store.erasure.erase("never-seen") == ErasureReport()
     assert ErasureReport().total == 0
 
@@ -113,7 +126,7 @@ def test_partition_items_of_an_unknown_kind_are_deleted_and_counted_as_other(
     dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "USER#erased"}, "sk": {"S": "FACT#1"}})
     store.writes.append_message("erased", "user", "hello")
     assert store.erasure.erase("erased") == ErasureReport(messages=1, other_items=1)
-    assert [item for item in _items(dynamodb) if _belongs_to(item, "erased")] == []
+    assert _left_of(dynamodb, "erased") == []
 
 
 def test_a_phone_relinked_to_someone_else_meanwhile_is_theirs_and_stays(store: Repositories, dynamodb: Any) -> None:
@@ -136,7 +149,7 @@ def test_a_phone_relinked_to_someone_else_meanwhile_is_theirs_and_stays(store: R
     assert owner is not None
     assert owner.user_id == "new-owner"
     assert store.phones.phones_of("new-owner") == (PHONE,)
-    assert [item for item in _items(dynamodb) if _belongs_to(item, "erased")] == []
+    assert _left_of(dynamodb, "erased") == []
 
 
 def test_hundreds_of_messages_over_several_pages_are_all_deleted_25_at_a_time(
@@ -274,11 +287,11 @@ async def test_delete_me_erases_the_caller_and_returns_the_report(
             "stateItems": 3,
             "phoneNumbers": 1,
             "dedupeRecords": 1,
-            "rateCounters": 1,
             "linkCodes": 1,
             "otherItems": 0,
         },
-        "total": 9,
+        "total": 8,
+        "kept": {"rateCounters": 1},
     }
     assert store.conversations.load_turn("user-1", 20).messages == ()
     assert [m.content for m in store.conversations.load_turn("user-2", 20).messages] == ["not yours"]
@@ -295,3 +308,52 @@ async def test_delete_me_is_503_when_the_table_fails(
     assert response.status_code == 503
     assert response.headers["retry-after"] == "2"
     assert response.json()["error"] == "store_unavailable"
+
+
+# --- an erase is final: nothing in flight re-creates the user, and the rate limit is not reset ---
+
+
+async def test_a_turn_that_began_before_the_erase_stores_nothing_after_it(
+    service: TurnService, store: Repositories, dynamodb: Any
+) -> None:
+    """The turn stored its message, then the user was erased while the model answered: its reply,
+    state and profile are refused (409 user_erased over HTTP), so the user is not re-created."""
+    turn = await service.start_turn("user-1", "I'm a beginner and I run twice a week")
+    store.erasure.erase("user-1")
+    with pytest.raises(UserErasedError):
+        await turn.collect()
+    assert _left_of(dynamodb, "user-1") == []
+    # What the user says after the erase is a fresh start, stored as usual.
+    await (await service.start_turn("user-1", "Hi again")).collect()
+    assert [m.content for m in store.conversations.load_turn("user-1", 20).messages][0] == "Hi again"
+
+
+async def test_a_message_received_before_the_erase_is_not_stored_after_it(
+    service: TurnService, store: Repositories, dynamodb: Any
+) -> None:
+    """A queued text that arrived before the erase (its Twilio id still unknown after the erase)."""
+    received = datetime.now(UTC) - timedelta(seconds=5)
+    store.erasure.erase("user-1")
+    with pytest.raises(UserErasedError):
+        await service.start_turn("user-1", "Hello from the queue", "SM-before", received)
+    assert _left_of(dynamodb, "user-1") == []
+    # The same text sent again now (after the erase) is a new message, and is stored.
+    await service.start_turn("user-1", "Hello again", "SM-after")
+    assert _left_of(dynamodb, "user-1") != []
+
+
+async def test_the_summary_of_a_turn_from_before_the_erase_is_not_stored(store: Repositories, dynamodb: Any) -> None:
+    before_ms = int(datetime.now(UTC).timestamp() * 1000) - 1000
+    store.erasure.erase("user-1")
+    summary = ConversationSummary("wants a 5k", "0000000000001-000000000000")
+    assert not store.writes.save_summary("user-1", summary, before_ms)
+    assert _left_of(dynamodb, "user-1") == []
+
+
+def test_an_erase_does_not_reset_the_rate_limit(store: Repositories) -> None:
+    limit = RateLimit(messages=3, window_s=3600)
+    for text in ("one", "two", "three"):
+        store.writes.append_message("user-1", "user", text, limit)
+    assert store.erasure.erase("user-1").kept_rate_counters == 1
+    with pytest.raises(RateLimitedError):
+        store.writes.append_message("user-1", "user", "four", limit)

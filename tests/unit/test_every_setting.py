@@ -29,7 +29,7 @@ from onboarding.composition import build_account, build_orchestrator, build_repo
 from onboarding.config import Limits, Settings, WebhookSettings, WorkerSettings
 from onboarding.llm.prompts import RESET_REPLY_WITH_STEP, STEP_PROMPTS
 from onboarding.llm.resilience import CircuitBreaker
-from onboarding.llm.tools import WorkingCopy
+from onboarding.llm.working_copy import WorkingCopy
 from onboarding.memory.fold import fold_due
 from onboarding.memory.tokens import count_tokens
 from onboarding.model.errors import (
@@ -45,10 +45,13 @@ from onboarding.model.profile import UserProfile
 from onboarding.model.records import TurnContext
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
-from onboarding.persistence.keys import client_key
+from onboarding.persistence.codec import state_item
+from onboarding.persistence.keys import client_key, erased_key
+from onboarding.turn import TurnTimedOutError
 from onboarding.turns import TurnService
 from tests.support.clock import FakeClock
 from tests.support.setting_effects import OBSERVED, observes
+from tests.support.tcp_proxy import TcpProxy
 from tests.unit.test_api import identity
 
 from .conftest import TABLE
@@ -314,6 +317,83 @@ async def test_a_model_slower_than_model_read_timeout_s_fails_the_turn(
             await run_turn(build_turn_service(hasty, repositories(dynamodb, hasty)), "u", "Hi")
 
 
+@observes("turn_deadline_s", "store_reserve_s")
+async def test_a_slow_model_is_cut_at_the_deadline_less_the_store_reserve(
+    dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model that keeps streaming (each chunk within the read timeout) still ends the turn at
+    TURN_DEADLINE_S - TURN_STORE_RESERVE_S, with the user's message kept; the defaults let it finish."""
+    with BedrockEmulator(chunk_delay_s=0.15) as slow:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", slow.url)
+        patient = settings_with()
+        assert await run_turn(build_turn_service(patient, repositories(dynamodb, patient)), "patient", "Hi")
+        hasty = settings_with(
+            turn_deadline_s=1.6,
+            store_reserve_s=0.8,
+            model_retry_budget_s=0.1,
+            model_max_attempts=1,
+            model_connect_timeout_s=0.1,
+            model_read_timeout_s=0.5,
+            dynamodb_max_attempts=1,
+            dynamodb_connect_timeout_s=0.2,
+            dynamodb_read_timeout_s=0.5,
+        )
+        store = repositories(dynamodb, hasty)
+        started = time.monotonic()
+        with pytest.raises(TurnTimedOutError):
+            await run_turn(build_turn_service(hasty, store), "hasty", "Hi")
+        elapsed = time.monotonic() - started
+    assert 0.7 <= elapsed < 1.3  # cut at 1.6 - 0.8 s, not at the deadline nor when the reply ended
+    assert [m.role for m in store.conversations.load_turn("hasty", 20).messages] == ["user"]
+    with pytest.raises(ValidationError, match="TURN_STORE_RESERVE_S"):
+        settings_with(turn_deadline_s=10, store_reserve_s=10)
+    with pytest.raises(ValidationError, match="must fit in TURN_DEADLINE_S"):
+        settings_with(turn_deadline_s=30)  # the default retries and timeouts do not fit in 20 s
+
+
+@observes("dynamodb_connect_timeout_s", "dynamodb_read_timeout_s")
+def test_a_table_that_does_not_answer_fails_within_the_dynamodb_timeouts(
+    monkeypatch: pytest.MonkeyPatch, built_clients: list[Any]
+) -> None:
+    """A DynamoDB endpoint that accepts and never answers: the read ends after the read timeout
+    (times botocore's tries), not botocore's 60 s default."""
+    with TcpProxy(1) as stalled:
+        stalled.mode = "stall"
+        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", stalled.url)
+        settings = settings_with(dynamodb_max_attempts=1, dynamodb_connect_timeout_s=0.4, dynamodb_read_timeout_s=0.3)
+        store = build_repositories(settings)
+        assert built_clients[-1].meta.config.connect_timeout == 0.4
+        started = time.monotonic()
+        with pytest.raises(StoreError):
+            store.conversations.load_turn("u", 20)
+        assert time.monotonic() - started < 2.0
+
+
+@observes("memory_write_attempts")
+async def test_a_commit_that_keeps_conflicting_gives_up_after_memory_write_attempts(
+    dynamodb: Any, emulator: BedrockEmulator
+) -> None:
+    """Another writer saves the state before each of our commits: the turn re-reads and applies
+    its changes again, MEMORY_WRITE_ATTEMPTS times in all, then fails as a store failure."""
+    settings = settings_with(memory_write_attempts=3, rate_limit_messages=0)
+    store = repositories(dynamodb, settings)
+    commits: list[int] = []
+
+    def another_turn_saves_first(params: dict[str, Any], **_: Any) -> None:
+        if any("~STATE" in json.dumps(item) for item in params["TransactItems"]):
+            commits.append(1)
+            version = 10 + len(commits)
+            state = OnboardingState(agent_context={"goal_setting": {"timeline": f"v{version}"}})
+            dynamodb.put_item(TableName=TABLE, Item=state_item("u", state, time.time(), version))
+
+    service = build_turn_service(settings, store)
+    await run_turn(service, "u", "Hi")  # the coach asks its first question
+    dynamodb.meta.events.register("provide-client-params.dynamodb.TransactWriteItems", another_turn_saves_first)
+    with pytest.raises(StoreError):
+        await run_turn(service, "u", "I'm a beginner")  # the coach saves the answer with a tool
+    assert len(commits) == 3
+
+
 @observes("model_connect_timeout_s", "region")
 def test_the_clients_are_built_with_the_connect_timeout_and_the_region(
     dynamodb: Any, emulator: BedrockEmulator, built_clients: list[Any]
@@ -376,7 +456,7 @@ def test_botocore_tries_a_failing_table_call_dynamodb_max_attempts_times(
         sent.append(1)
         return _server_error()
 
-    built_clients[-1].meta.events.register_first("before-send.dynamodb.PutItem", down)
+    built_clients[-1].meta.events.register_first("before-send.dynamodb.TransactWriteItems", down)
     with pytest.raises(StoreError):
         store.writes.append_message("u", "user", "hello")
     assert len(sent) == 2
@@ -387,11 +467,16 @@ def test_a_message_key_collision_is_retried_write_attempts_times(dynamodb: Any) 
     sent: list[int] = []
 
     def taken(**_: Any) -> tuple[Any, dict[str, Any]]:
+        """DynamoDB's answer when the message's new key is taken (by another item than ours)."""
         sent.append(1)
-        error = {"Error": {"Code": "ConditionalCheckFailedException", "Message": "taken"}, "ResponseMetadata": {}}
+        error = {
+            "Error": {"Code": "TransactionCanceledException", "Message": "taken"},
+            "CancellationReasons": [{"Code": "ConditionalCheckFailed"}, {"Code": "None"}, {"Code": "None"}],
+            "ResponseMetadata": {},
+        }
         return type("Http", (), {"status_code": 400, "headers": {}})(), error
 
-    dynamodb.meta.events.register("before-call.dynamodb.PutItem", taken)
+    dynamodb.meta.events.register("before-call.dynamodb.TransactWriteItems", taken)
     with pytest.raises(StoreError):
         repositories(dynamodb, settings_with(write_attempts=4)).writes.append_message("u", "user", "hello")
     assert len(sent) == 4
@@ -414,6 +499,17 @@ def test_unprocessed_deletes_are_resent_erase_batch_attempts_times(dynamodb: Any
     with pytest.raises(StoreError):
         store.erasure.erase("u")
     assert len(sent) == 3
+
+
+@observes("erased_marker_lifetime_s")
+def test_the_erase_mark_lasts_erased_marker_lifetime_s(dynamodb: Any) -> None:
+    """Writes of turns that began before an erase are refused while the mark lasts, then it expires."""
+    for lifetime in (7200, Limits().erased_marker_lifetime_s):
+        now = time.time()
+        repositories(dynamodb, settings_with(erased_marker_lifetime_s=lifetime)).erasure.erase("u")
+        mark = dynamodb.get_item(TableName=TABLE, Key=erased_key("u"))["Item"]
+        assert abs(int(mark["expires_at"]["N"]) - (now + lifetime)) <= 2
+    assert Limits().erased_marker_lifetime_s > 14 * 24 * 3600  # longer than the SMS queue keeps a text
 
 
 @observes("message_ttl_days")

@@ -16,7 +16,7 @@ from onboarding.llm.chat_model import build_chat_model
 from onboarding.llm.prompts import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.llm.summarizer import Summarizer
-from onboarding.llm.tools import WorkingCopy
+from onboarding.llm.working_copy import WorkingCopy
 from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.profile import UserProfile
 from onboarding.model.records import ConversationSummary

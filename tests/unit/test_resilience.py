@@ -101,7 +101,7 @@ async def test_an_error_response_is_retried_by_botocore_with_backoff(
     store: Repositories, settings: Settings, emulator: BedrockEmulator, fault: Fault
 ) -> None:
     """botocore's standard mode retries what Bedrock refuses outright; our retries do not add to it."""
-    botocore_retries = settings_with(settings, model_max_attempts=3)
+    botocore_retries = settings_with(settings, model_max_attempts=2)
     service = service_with(store, build_chat_model(botocore_retries), botocore_retries)
     emulator.queue_fault(fault)
     before = len(emulator.requests)

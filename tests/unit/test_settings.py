@@ -13,10 +13,10 @@ from .conftest import TABLE
 
 def test_defaults_and_overrides() -> None:
     settings = Settings.from_env(
-        {"TABLE_NAME": "t-1", "AWS_REGION": "eu-west-1", "BEDROCK_MAX_ATTEMPTS": "5", "HISTORY_LOAD_LIMIT": "30"}
+        {"TABLE_NAME": "t-1", "AWS_REGION": "eu-west-1", "BEDROCK_MAX_ATTEMPTS": "1", "HISTORY_LOAD_LIMIT": "30"}
     )
     assert (settings.table_name, settings.region, settings.model_id) == ("t-1", "eu-west-1", DEFAULT_MODEL_ID)
-    assert (settings.model_max_attempts, settings.history_load_limit) == (5, 30)
+    assert (settings.model_max_attempts, settings.history_load_limit) == (1, 30)
 
 
 @pytest.mark.parametrize(
@@ -29,14 +29,14 @@ def test_bad_configuration_fails_loudly(environ: dict[str, str]) -> None:
 
 
 def test_one_botocore_config_carries_retries_and_timeouts() -> None:
-    settings = Settings(table_name="t-1", model_max_attempts=4, model_read_timeout_s=30)
+    settings = Settings(table_name="t-1", model_max_attempts=1, model_read_timeout_s=30)
     config = bedrock_client_config(settings)
-    assert config.retries == {"mode": "standard", "total_max_attempts": 4}  # type: ignore[attr-defined]
+    assert config.retries == {"mode": "standard", "total_max_attempts": 1}  # type: ignore[attr-defined]
     assert config.read_timeout == 30  # type: ignore[attr-defined]
     model = build_chat_model(settings)
     client_config = model.client.meta.config  # type: ignore[attr-defined]
     assert client_config.retries["mode"] == "standard"
-    assert client_config.retries["total_max_attempts"] == 4
+    assert client_config.retries["total_max_attempts"] == 1
     assert model.client.meta.region_name == "us-east-1"  # type: ignore[attr-defined]
 
 
@@ -49,15 +49,15 @@ def test_resilience_and_rate_limit_settings_reach_the_turn_service() -> None:
         "RATE_LIMIT_MESSAGES": "7",
         "RATE_LIMIT_WINDOW_S": "30",
         "BEDROCK_STREAM_ATTEMPTS": "4",
-        "BEDROCK_RETRY_BUDGET_S": "12.5",
+        "BEDROCK_RETRY_BUDGET_S": "10.5",
         "CIRCUIT_FAILURE_THRESHOLD": "2",
         "CIRCUIT_RESET_S": "9",
     }
     settings = Settings.from_env(environ)
     service = build_turn_service(settings)
     assert service.limits.rate_limit == RateLimit(7, 30)
-    assert (settings.model_stream_attempts, settings.model_retry_budget_s) == (4, 12.5)
-    assert (service.limits.retry.attempts, service.limits.retry.budget_s) == (4, 12.5)
+    assert (settings.model_stream_attempts, settings.model_retry_budget_s) == (4, 10.5)
+    assert (service.limits.retry.attempts, service.limits.retry.budget_s) == (4, 10.5)
     assert (settings.circuit_failure_threshold, settings.circuit_reset_s) == (2, 9)
     assert service.limits.breaker == BreakerPolicy(2, 9)
     unlimited = build_turn_service(Settings.from_env({"TABLE_NAME": "t-1", "RATE_LIMIT_MESSAGES": "0"}))

@@ -12,7 +12,7 @@ from onboarding.model.errors import InvalidCursorError, StoreError
 from onboarding.model.messages import Message
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
-from tests.support.seed import save_state
+from tests.support.seed import commit, save_state
 
 from .conftest import TABLE
 
@@ -77,9 +77,9 @@ def test_a_key_collision_never_overwrites(dynamodb: Any, settings: Settings, mon
     store = Repositories.over(dynamodb, TABLE, settings, clock=lambda: FROZEN_CLOCK_S)
     tokens = iter(["aaaaaaaaaaaa", "aaaaaaaaaaaa", "bbbbbbbbbbbb"])
     monkeypatch.setattr("onboarding.persistence.keys.secrets.token_hex", lambda _n: next(tokens))
-    store.writes._last_ms = 0
+    store.writes._stamper._last_ms = 0
     first = store.writes.append_message("u1", "user", "first")
-    store.writes._last_ms = 0  # force the same millisecond again
+    store.writes._stamper._last_ms = 0  # force the same millisecond again
     second = store.writes.append_message("u1", "user", "second")
     assert first.message_id != second.message_id
     assert sorted(m.content for m in store.conversations.load_turn("u1", 20).messages) == ["first", "second"]
@@ -158,7 +158,7 @@ def test_read_and_write_failures_raise_store_error(dynamodb: Any, settings: Sett
     with pytest.raises(StoreError):
         broken.writes.append_message("u1", "user", "hello")
     with pytest.raises(StoreError):  # the state is written only with a turn's reply now
-        broken.writes.commit_reply("u1", [Message("assistant", "hi")], state=OnboardingState.initial())
+        commit(broken, "u1", [Message("assistant", "hi")], state=OnboardingState.initial())
 
 
 def test_repeated_collisions_end_in_a_clear_error(
@@ -173,7 +173,7 @@ def test_repeated_collisions_end_in_a_clear_error(
         drawn.append(created_ms)
         return original.message_id
 
-    monkeypatch.setattr("onboarding.persistence.turn_writes.new_message_id", the_original_id)
+    monkeypatch.setattr("onboarding.persistence.writing.new_message_id", the_original_id)
     with pytest.raises(StoreError, match="free key"):
         store.writes.append_message("u1", "user", "would overwrite")
     assert len(drawn) == settings.write_attempts  # bounded: a fresh key per attempt, then it gives up

@@ -11,6 +11,7 @@ from onboarding.model.messages import Message
 from onboarding.model.records import ClaimedTurn
 from onboarding.persistence import Repositories
 from tests.support.faults import fail_nth_call
+from tests.support.seed import commit
 
 from .conftest import TABLE
 
@@ -44,7 +45,7 @@ def _claim(store: Repositories, user_id: str, client_id: str, content: str) -> C
 
 def _reply(store: Repositories, user_id: str, client_id: str, content: str) -> Message:
     """The reply to a client message id's turn (was `append_reply_once`)."""
-    return store.writes.commit_reply(user_id, [Message("assistant", content)], client_id=client_id)[-1]
+    return commit(store, user_id, [Message("assistant", content)], client_id=client_id).messages[-1]
 
 
 WRITES: dict[str, Callable[[Repositories, str, str, str], ClaimedTurn | Message]] = {

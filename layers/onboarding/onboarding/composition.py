@@ -32,7 +32,11 @@ def build_repositories(settings: Settings) -> Repositories:
     client = boto3.client(
         "dynamodb",
         region_name=settings.region,
-        config=Config(retries={"mode": "standard", "total_max_attempts": settings.dynamodb_max_attempts}),
+        config=Config(
+            retries={"mode": "standard", "total_max_attempts": settings.dynamodb_max_attempts},
+            connect_timeout=settings.dynamodb_connect_timeout_s,
+            read_timeout=settings.dynamodb_read_timeout_s,
+        ),
     )
     return Repositories.over(client, settings.table_name, settings)
 

@@ -31,6 +31,8 @@ class OnboardingAgentContext(BaseModel):
         profile: What the client told about themself, across conversations.
         summary: The rolling summary of what left the window, if any.
         waiting_for, skipped, completed_at: the rest of the onboarding state.
+        memory_unavailable: the turn could not read its memory (the history read failed): the
+            agent works without tools and says so, and nothing of the state is written.
     """
 
     model_config = ConfigDict(frozen=True, strict=False, extra="forbid")
@@ -44,6 +46,7 @@ class OnboardingAgentContext(BaseModel):
     waiting_for: WaitingFor | None = None
     skipped: tuple[str, ...] = ()
     completed_at: datetime | None = None
+    memory_unavailable: bool = False
 
     def onboarding_state(self, step: OnboardingAgentType) -> OnboardingState:
         """The onboarding state this context was built from, at `step`."""

@@ -125,6 +125,7 @@ class OnboardingAgentOrchestrator:
                 waiting_for=loaded.state.waiting_for,
                 skipped=loaded.state.skipped,
                 completed_at=loaded.state.completed_at,
+                memory_unavailable=loaded.degraded,
             )
             return AGENT_CLASSES[agent_type](context, self._llm, self._limits)
         except Exception as error:

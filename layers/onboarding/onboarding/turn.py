@@ -4,31 +4,42 @@ Iterate a `Turn` for the reply's chunks; `result` is set once it finished. Then 
 folds what left the window into the summary: handlers call it after the reply reached the person
 and before their response ends, so it finishes inside the invocation that answered (a task left
 running after the response would be frozen with the Lambda sandbox).
+
+Every wait on the model ends by the turn's deadline (minus the time kept for storing), so a hung
+model ends the turn with an error the handler reports, never with the function's timeout.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from aws_lambda_powertools import Logger
 
 from onboarding.config import Limits
+from onboarding.folding import fold_summary
+from onboarding.llm.prompts import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.llm.resilience import CircuitBreaker, open_stream
 from onboarding.llm.summarizer import Summarizer
-from onboarding.memory.conversations import conversation_start
-from onboarding.memory.fold import fold_candidates, fold_due
 from onboarding.metrics import count_metric
-from onboarding.model.errors import CoachUnavailableError, MessageOverBudgetError, ModelUnavailableError
+from onboarding.model.errors import (
+    CoachUnavailableError,
+    MemoryChangedError,
+    MessageOverBudgetError,
+    ModelUnavailableError,
+    StoreError,
+)
 from onboarding.model.messages import Message
-from onboarding.model.profile import UserProfile
-from onboarding.model.records import ClaimedTurn
-from onboarding.model.state import OnboardingState
+from onboarding.model.records import ClaimedTurn, TurnCommit
 from onboarding.model.text import is_blank
 from onboarding.orchestrator import PreparedTurn
 from onboarding.persistence import Repositories
 
 logger = Logger(child=True)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -50,34 +61,21 @@ class TurnDependencies:
     summarizer: Summarizer | None
     clock: Callable[[], datetime]
 
-    async def fold(self, prepared: PreparedTurn, new: tuple[Message, ...]) -> None:
-        """Fold what left the window into the summary, reading the unsummarized messages when a
-        fold is due. Never raises: a failed fold loses nothing (the next turn folds them)."""
-        if self.summarizer is None or prepared.loaded.degraded:
-            return
-        user_id = prepared.agent.context.user_id
-        loaded, policy = prepared.loaded, self.limits.fold
-        messages = [*loaded.messages, *new]
-        through = loaded.summary.through_message_id if loaded.summary else None
-        start = conversation_start(messages, self.clock(), self.limits.conversations)
-        if not fold_due(messages, start, through, policy):
-            return
-        try:
-            # The turn read only the newest messages; the fold reads every unsummarized one itself.
-            unsummarized = await asyncio.to_thread(
-                self.store.conversations.messages_after, user_id, loaded.summary, self.limits.fold_read_limit
-            )
-            start = conversation_start(unsummarized, self.clock(), self.limits.conversations)
-            due = fold_candidates(unsummarized, start, None, policy)
-            if not due:
-                return
-            folded = await self.summarizer.summarize(due, loaded.summary)
-            await asyncio.to_thread(self.store.writes.save_summary, user_id, folded)
-        except Exception as error:  # best effort: the next turn folds the same messages
-            logger.warning("Summary fold failed", extra={"reason": type(error).__name__})
-            count_metric("SummaryFoldFailed")
-            return
-        logger.info("Folded messages into the summary", extra={"folded": len(due)})
+
+class Deadline:
+    """When a turn must be over (`turn_deadline_s` after it began), on the monotonic clock."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._ends = clock() + seconds
+
+    def left(self, keep_s: float = 0.0) -> float:
+        """Seconds until the deadline, less `keep_s` (never below zero)."""
+        return max(0.0, self._ends - keep_s - self._clock())
+
+
+class TurnTimedOutError(ModelUnavailableError):
+    """The model did not finish before the turn's deadline."""
 
 
 class Turn:
@@ -89,6 +87,8 @@ class Turn:
         deps: TurnDependencies,
         message: str,
         user_message: Message,
+        deadline: Deadline,
+        since_ms: int,
         client_message_id: str | None = None,
         fixed_reply: str | None = None,
         claimed: ClaimedTurn | None = None,
@@ -96,6 +96,8 @@ class Turn:
         self._prepared = prepared
         self._deps = deps
         self._message = message
+        self._deadline = deadline
+        self._since_ms = since_ms
         self._client_message_id = client_message_id
         self._fixed_reply = fixed_reply
         self._claimed = claimed
@@ -104,34 +106,33 @@ class Turn:
         self.result: TurnResult | None = None
 
     @classmethod
-    def replay(cls, deps: TurnDependencies, claimed: ClaimedTurn) -> "Turn":
+    def replay(cls, deps: TurnDependencies, claimed: ClaimedTurn, deadline: Deadline) -> "Turn":
         """A repeated delivery of an answered message: the stored reply, without the model."""
-        return cls(None, deps, claimed.user_message.content, claimed.user_message, claimed=claimed)
+        return cls(None, deps, claimed.user_message.content, claimed.user_message, deadline, 0, claimed=claimed)
+
+    async def _model_wait(self, awaitable: Awaitable[T]) -> T:
+        """`awaitable`, cut at the turn's deadline less the time kept for storing the reply."""
+        left = self._deadline.left(self._deps.limits.store_reserve_s)
+        try:
+            async with asyncio.timeout(left):
+                return await awaitable
+        except TimeoutError:
+            raise TurnTimedOutError("the coach took too long to answer; please try again") from None
 
     async def __aiter__(self) -> AsyncIterator[str]:
         if self.result is not None:
             raise RuntimeError("a turn can be streamed only once")
         if self._prepared is None:
-            claimed = self._claimed
-            reply = claimed.reply if claimed else None
-            if reply is not None and reply.content:
-                yield reply.content
-            self.result = TurnResult(
-                self.user_message,
-                reply,
-                reply.content if reply else "",
-                replayed=True,
-                delivered=bool(claimed and claimed.delivered),
-            )
+            async for replayed in self._replayed():
+                yield replayed
             return
-        prepared = self._prepared
-        agent = prepared.agent
+        agent = self._prepared.agent
         if self._fixed_reply is not None:
             # A reset: said by us, not the model. The waited-for field goes with the old conversation.
             yield self._fixed_reply
             agent.produced.append(Message("assistant", self._fixed_reply))
-            state = agent.working.state
-            await self._commit(state.model_copy(update={"waiting_for": None}) if state.waiting_for else None)
+            agent.working.forget_waiting()
+            await self._commit(self._fixed_reply)
             return
         breaker = self._deps.breaker
         if not breaker.allows_call():
@@ -139,12 +140,20 @@ class Turn:
             count_metric("ModelCallSkipped")
             raise CoachUnavailableError(breaker.retry_after_s())
         parts: list[str] = []
+        if self._prepared.loaded.degraded:
+            parts.append(MEMORY_UNAVAILABLE_NOTICE)
+            yield MEMORY_UNAVAILABLE_NOTICE
         try:
-            stream, first = await open_stream(lambda: agent.stream_response(self._message), self._deps.limits.retry)
+            opening = open_stream(lambda: agent.stream_response(self._message), self._deps.limits.retry)
+            stream, first = await self._model_wait(opening)
             if first is not None:
                 parts.append(first)
                 yield first
-                async for chunk in stream:
+                while True:
+                    try:
+                        chunk: str = await self._model_wait(anext(stream))
+                    except StopAsyncIteration:
+                        break
                     parts.append(chunk)
                     yield chunk
         except MessageOverBudgetError:
@@ -152,57 +161,86 @@ class Turn:
             raise
         except Exception as error:
             breaker.record_failure()
-            logger.error("Model stream failed", extra={"chunks_received": len(parts)}, exc_info=True)
-            count_metric("ModelFailed")
+            timed_out = isinstance(error, TurnTimedOutError)
+            logger.error(
+                "Model stream failed", extra={"chunks_received": len(parts), "timed_out": timed_out}, exc_info=True
+            )
+            count_metric("ModelTimedOut" if timed_out else "ModelFailed")
+            if timed_out:
+                raise
             raise ModelUnavailableError("the coach could not finish its reply; please try again") from error
         breaker.record_success()
-        working = agent.working
-        await self._commit(
-            working.state if working.state_changed else None,
-            working.profile if working.profile_changed else None,
-            streamed="".join(parts),
+        await self._commit("".join(parts))
+
+    async def _replayed(self) -> AsyncIterator[str]:
+        """The reply an earlier delivery stored, exactly as the person was sent it."""
+        claimed = self._claimed
+        reply = claimed.reply if claimed else None
+        text = (claimed.reply_text if claimed else None) or (reply.content if reply else "")
+        if text:
+            yield text
+        self.result = TurnResult(
+            self.user_message, reply, text, replayed=True, delivered=bool(claimed and claimed.delivered)
         )
 
-    async def _commit(
-        self, state: OnboardingState | None = None, profile: UserProfile | None = None, streamed: str | None = None
-    ) -> None:
-        """Store what the turn produced, in one transaction."""
+    async def _commit(self, reply_text: str) -> None:
+        """Store what the turn produced, in one transaction; if another turn saved the state or
+        profile first, read them again, apply this turn's changes on them, and try again."""
         prepared = self._prepared
         if prepared is None:  # unreachable: only a prepared turn commits
             raise RuntimeError("a replayed turn has nothing to commit")
-        agent = prepared.agent
-        produced = agent.produced
-        reply = streamed if streamed is not None else "".join(m.content for m in produced if m.role == "assistant")
-        if not produced:
+        agent, loaded = prepared.agent, prepared.loaded
+        drafts = tuple(agent.produced)
+        if loaded.degraded and drafts:
+            drafts = (Message("assistant", MEMORY_UNAVAILABLE_NOTICE.strip()), *drafts)
+        if not drafts:
             # Bedrock would reject an empty assistant turn in later requests, so none is stored.
             logger.warning("Model returned an empty reply; nothing stored for it")
-            self.result = TurnResult(self.user_message, None, reply)
+            self.result = TurnResult(self.user_message, None, reply_text)
             return
+        user_id, store, working, memory = agent.context.user_id, self._deps.store, agent.working, loaded.memory
+        attempts = self._deps.limits.memory_write_attempts
+        for attempt in range(1, attempts + 1):
+            # A turn that could not read the state and profile never writes them (it would
+            # overwrite what it did not see); the messages it stores are the next turn's history.
+            commit = TurnCommit(
+                user_id=user_id,
+                drafts=drafts,
+                memory=memory,
+                state=working.state if working.state_changed and not loaded.degraded else None,
+                profile=working.profile if working.profile_changed and not loaded.degraded else None,
+                client_id=self._client_message_id,
+                reply_text=reply_text,
+                since_ms=self._since_ms,
+            )
+            try:
+                committed = await asyncio.to_thread(store.writes.commit_reply, commit)
+                break
+            except MemoryChangedError:
+                logger.info("Another turn saved first; applying this turn's changes again", extra={"try": attempt})
+                count_metric("MemoryWriteConflict")
+                if attempt == attempts:
+                    raise StoreError("the onboarding state kept changing while the reply was stored") from None
+                memory = await asyncio.to_thread(store.conversations.load_memory, user_id)
+                working = working.rebased(memory.state, memory.profile)
         # A concurrent delivery of the same client message id may have stored its reply first: then
         # that one is the turn's reply, and nothing of this one is stored.
-        stored = await asyncio.to_thread(
-            self._deps.store.writes.commit_reply,
-            agent.context.user_id,
-            produced,
-            self._client_message_id,
-            state,
-            profile,
-        )
-        earlier_won = len(stored) != len(produced) or any(
-            m.content != p.content or m.role != p.role for m, p in zip(stored, produced, strict=True)
-        )
-        replies = [m for m in stored if m.role == "assistant" and not is_blank(m.content)]
-        assistant_message = replies[-1] if replies else None
-        if earlier_won and assistant_message is not None:
-            reply = assistant_message.content
-        self._stored = () if earlier_won else stored
-        self.result = TurnResult(self.user_message, assistant_message, reply)
+        replies = [m for m in committed.messages if m.role == "assistant" and not is_blank(m.content)]
+        self._stored = () if committed.earlier else committed.messages
+        self.result = TurnResult(self.user_message, replies[-1] if replies else None, committed.reply_text)
 
     async def fold_summary(self) -> None:
-        """Fold what left the window into the summary (a model call, so after the reply is out).
-        Never raises; nothing to do for a replayed turn or one whose reply was not stored."""
-        if self._prepared is not None and self._stored:
-            await self._deps.fold(self._prepared, (self.user_message, *self._stored))
+        """Fold what left the window into the summary (a model call, so after the reply is out),
+        within what is left of the turn's deadline. Never raises; nothing to do for a replayed
+        turn or one whose reply was not stored."""
+        if self._prepared is None or not self._stored:
+            return
+        try:
+            async with asyncio.timeout(self._deadline.left()):
+                await fold_summary(self._deps, self._prepared, (self.user_message, *self._stored), self._since_ms)
+        except TimeoutError:
+            logger.warning("Summary fold cut at the turn's deadline; the next turn folds instead")
+            count_metric("SummaryFoldFailed")
 
     async def collect(self) -> TurnResult:
         """Run the whole turn without streaming and return its result."""

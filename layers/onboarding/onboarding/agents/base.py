@@ -13,7 +13,8 @@ from onboarding.config import DEFAULT_LIMITS, Limits
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import alternating_messages
 from onboarding.llm.prompts import PromptFacts, render_system_prompt
-from onboarding.llm.tools import WorkingCopy, build_tools, tool_definitions
+from onboarding.llm.tools import build_tools, tool_definitions
+from onboarding.llm.working_copy import WorkingCopy
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.window import fit_window, message_tokens
 from onboarding.model.errors import MessageOverBudgetError
@@ -89,6 +90,7 @@ class BaseOnboardingAgent(ABC):
             waiting_attempts=waiting.attempts if waiting else 0,
             skipped=self.context.skipped,
             onboarding_complete=self.context.completed_at is not None,
+            memory_unavailable=self.context.memory_unavailable,
         )
 
     def get_system_prompt(self) -> str:
@@ -145,9 +147,11 @@ class BaseOnboardingAgent(ABC):
         self.produced = []
         self.working = self._fresh_working_copy()
         messages = self._build_messages(message)
-        by_name = {tool.name: tool for tool in build_tools(self.working)}
+        # Without its memory the turn could not know what it would overwrite: it gets no tools.
+        tools = [] if self.context.memory_unavailable else build_tools(self.working)
+        by_name = {tool.name: tool for tool in tools}
         definitions = tool_definitions(self.agent_type, self.context.completed_at is not None)
-        model = self.llm.bind_tools(list(definitions))
+        model = self.llm.bind_tools(list(definitions)) if tools else self.llm
         said = ""
         for round_number in range(self.limits.max_tool_rounds + 1):
             chunks: list[AIMessageChunk] = []

@@ -23,12 +23,21 @@ DEFAULT_MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 class Limits(_FromEnv):
     """Every tunable limit, with its default. (`Settings` adds the deployment's names.)"""
 
-    model_max_attempts: int = Field(default=3, ge=1, le=10)
-    model_connect_timeout_s: float = Field(default=5.0, gt=0)
-    model_read_timeout_s: float = Field(default=60.0, gt=0)
+    # A turn ends by TURN_DEADLINE_S after it began (below the functions' 60 s timeout), keeping
+    # the last TURN_STORE_RESERVE_S for storing the reply. Every client's timeouts and retries are
+    # bounded to fit (see `_limits_agree`), and the deadline itself cuts what still runs over.
+    turn_deadline_s: float = Field(default=55.0, gt=0, le=900)
+    store_reserve_s: float = Field(default=10.0, gt=0)
+    model_max_attempts: int = Field(default=2, ge=1, le=10)
+    model_connect_timeout_s: float = Field(default=2.0, gt=0)
+    model_read_timeout_s: float = Field(default=15.0, gt=0)
     model_max_tokens: int = Field(default=1024, ge=1)
     model_temperature: float = Field(default=0.5, ge=0, le=1)
-    dynamodb_max_attempts: int = Field(default=5, ge=1, le=10)
+    dynamodb_max_attempts: int = Field(default=3, ge=1, le=10)
+    dynamodb_connect_timeout_s: float = Field(default=1.0, gt=0)
+    dynamodb_read_timeout_s: float = Field(default=2.0, gt=0)
+    # Tries of a turn's commit when another turn saved the state or profile first (re-read, apply again).
+    memory_write_attempts: int = Field(default=5, ge=1, le=20)
     # The turn's one Query: this many newest messages, plus the state, profile and summary items
     # (the design card's "latest 20 messages").
     history_load_limit: int = Field(default=20, ge=1, le=1000)
@@ -40,7 +49,7 @@ class Limits(_FromEnv):
     rate_limit_messages: int = Field(default=20, ge=0, le=10_000)  # 0: no limit
     rate_limit_window_s: int = Field(default=60, ge=1, le=24 * 3600)
     model_stream_attempts: int = Field(default=3, ge=1, le=10)
-    model_retry_budget_s: float = Field(default=20.0, gt=0)
+    model_retry_budget_s: float = Field(default=10.0, gt=0)
     model_first_backoff_s: float = Field(default=0.5, gt=0)
     model_max_backoff_s: float = Field(default=4.0, gt=0)
     circuit_failure_threshold: int = Field(default=5, ge=1)
@@ -64,6 +73,9 @@ class Limits(_FromEnv):
     profile_other_facts: int = Field(default=20, ge=0, le=200)
     write_attempts: int = Field(default=3, ge=1, le=10)  # fresh keys after a key collision
     erase_batch_attempts: int = Field(default=8, ge=1, le=20)
+    # How long an erase refuses the writes of turns that began before it: longer than a queued
+    # text can wait (the SMS queue keeps messages 14 days).
+    erased_marker_lifetime_s: int = Field(default=15 * 24 * 3600, ge=3600)
 
     ENV_NAMES: ClassVar[dict[str, str]] = {
         "model_max_attempts": "BEDROCK_MAX_ATTEMPTS",
@@ -72,6 +84,11 @@ class Limits(_FromEnv):
         "model_max_tokens": "BEDROCK_MAX_TOKENS",
         "model_temperature": "BEDROCK_TEMPERATURE",
         "dynamodb_max_attempts": "DYNAMODB_MAX_ATTEMPTS",
+        "dynamodb_connect_timeout_s": "DYNAMODB_CONNECT_TIMEOUT_S",
+        "dynamodb_read_timeout_s": "DYNAMODB_READ_TIMEOUT_S",
+        "turn_deadline_s": "TURN_DEADLINE_S",
+        "store_reserve_s": "TURN_STORE_RESERVE_S",
+        "memory_write_attempts": "MEMORY_WRITE_ATTEMPTS",
         "history_load_limit": "HISTORY_LOAD_LIMIT",
         "history_page_max": "HISTORY_PAGE_MAX",
         "history_page_size": "HISTORY_PAGE_SIZE",
@@ -100,6 +117,7 @@ class Limits(_FromEnv):
         "profile_other_facts": "PROFILE_OTHER_FACTS",
         "write_attempts": "DYNAMODB_WRITE_ATTEMPTS",
         "erase_batch_attempts": "ERASE_BATCH_ATTEMPTS",
+        "erased_marker_lifetime_s": "ERASED_MARKER_LIFETIME_S",
     }
 
     @classmethod
@@ -118,6 +136,23 @@ class Limits(_FromEnv):
         # would be in neither the prompt nor the summary.
         if self.window_max_messages > self.history_load_limit:
             raise ValueError("HISTORY_LOAD_LIMIT must be at least WINDOW_MAX_MESSAGES")
+        # botocore's tries and ours together end before the deadline: no new try of the model
+        # starts after the retry budget, and the last one ends within botocore's own tries.
+        model_phase = self.turn_deadline_s - self.store_reserve_s
+        if model_phase <= 0:
+            raise ValueError("TURN_DEADLINE_S must exceed TURN_STORE_RESERVE_S")
+        one_model_try = self.model_max_attempts * (self.model_connect_timeout_s + self.model_read_timeout_s)
+        if self.model_retry_budget_s + one_model_try > model_phase:
+            raise ValueError(
+                "BEDROCK_RETRY_BUDGET_S + BEDROCK_MAX_ATTEMPTS x (BEDROCK_CONNECT_TIMEOUT_S + BEDROCK_READ_TIMEOUT_S) "
+                "must fit in TURN_DEADLINE_S - TURN_STORE_RESERVE_S"
+            )
+        one_store_call = self.dynamodb_max_attempts * (self.dynamodb_connect_timeout_s + self.dynamodb_read_timeout_s)
+        if one_store_call > self.store_reserve_s:
+            raise ValueError(
+                "DYNAMODB_MAX_ATTEMPTS x (DYNAMODB_CONNECT_TIMEOUT_S + DYNAMODB_READ_TIMEOUT_S) must fit in "
+                "TURN_STORE_RESERVE_S"
+            )
         if self.history_page_size > self.history_page_max:
             raise ValueError("HISTORY_PAGE_SIZE must be at most HISTORY_PAGE_MAX")
         if self.fold_read_limit < self.history_load_limit:

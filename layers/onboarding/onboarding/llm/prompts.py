@@ -126,7 +126,19 @@ class PromptFacts:
     waiting_attempts: int = 0
     skipped: Sequence[str] = ()
     onboarding_complete: bool = False
+    memory_unavailable: bool = False
 
+
+MEMORY_UNAVAILABLE_RULE = (
+    "Your notes about this client could not be loaded for this message (a temporary fault). Do not "
+    "claim to remember anything about them and do not save answers; answer briefly and helpfully."
+)
+# Said by us, first, in a turn whose memory could not be read: the person knows why the coach may
+# ask something again. Their messages are still stored, so the next turn sees this one.
+MEMORY_UNAVAILABLE_NOTICE = (
+    "(I can't reach my notes about you right now, so I may ask something you've already told me. "
+    "Your messages are saved.) "
+)
 
 ONBOARDING_COMPLETE_STEP = (
     "Onboarding is complete: every step is done. Answer the client's questions about their plan "
@@ -165,6 +177,8 @@ def render_system_prompt(
             "new message as the answer to it and save it; if it is not an answer, ask once more, differently."
         )
     parts.append(NO_REASK_RULES)
+    if memory.memory_unavailable:
+        parts.append(MEMORY_UNAVAILABLE_RULE)
     return "\n\n".join(parts)
 
 

@@ -6,6 +6,15 @@ class StoreError(Exception):
     no answer at all (connection refused, timeouts, a closed connection)."""
 
 
+class MemoryChangedError(Exception):
+    """The state or profile changed since the turn read them (another turn saved first): re-read
+    them and apply the turn's changes again."""
+
+
+class UserErasedError(Exception):
+    """The user's data was erased after this turn began: nothing of the turn is stored."""
+
+
 class InvalidCursorError(ValueError):
     """A history cursor that this store did not hand out."""
 

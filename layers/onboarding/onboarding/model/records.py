@@ -18,6 +18,18 @@ class ConversationSummary:
 
 
 @dataclass(frozen=True)
+class Memory:
+    """The user's onboarding state and profile, each with the version it was read at (0: never
+    stored). A write of either is conditional on its version being unchanged since the read, so a
+    turn never overwrites what another turn saved in between."""
+
+    state: OnboardingState = field(default_factory=OnboardingState)
+    profile: UserProfile = field(default_factory=UserProfile)
+    state_version: int = 0
+    profile_version: int = 0
+
+
+@dataclass(frozen=True)
 class TurnContext:
     """What a turn needs from the table: state, profile, summary and the newest messages, oldest first.
     `degraded` is set when the table could not be read and the turn goes on without its memory."""
@@ -27,6 +39,39 @@ class TurnContext:
     profile: UserProfile = field(default_factory=UserProfile)
     summary: ConversationSummary | None = None
     degraded: bool = False
+    state_version: int = 0
+    profile_version: int = 0
+
+    @property
+    def memory(self) -> Memory:
+        return Memory(self.state, self.profile, self.state_version, self.profile_version)
+
+
+@dataclass(frozen=True)
+class TurnCommit:
+    """What a turn stores when it ends, in one transaction: the messages it produced (tool calls,
+    results, the reply), and the state and profile its tools changed (None: unchanged), each
+    written only if still at the version `memory` was read at."""
+
+    user_id: str
+    drafts: tuple[Message, ...]
+    memory: Memory
+    state: OnboardingState | None = None
+    profile: UserProfile | None = None
+    client_id: str | None = None  # with one, the reply is recorded as that message id's answer...
+    reply_text: str = ""  # ... with the whole text the person was sent, for a resend to repeat
+    since_ms: int = 0  # when the turn began: refused if the user was erased after that
+
+
+@dataclass(frozen=True)
+class CommittedTurn:
+    """What a commit stored: the turn's messages with ids and times, and the reply text the person
+    was sent. `earlier` when another delivery of the same client message id had stored its reply
+    first: then `messages` is that reply alone and nothing of this turn was stored."""
+
+    messages: tuple[Message, ...]
+    reply_text: str
+    earlier: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,6 +91,7 @@ class ClaimedTurn:
     reply: Message | None
     first: bool
     delivered: bool = False  # the reply reached the person (recorded by `mark_delivered`)
+    reply_text: str | None = None  # the whole text the person was sent (None: not recorded)
 
 
 @dataclass(frozen=True)
@@ -65,16 +111,18 @@ class LinkCode:
 
 @dataclass(frozen=True)
 class ErasureReport:
-    """What an erase deleted, counted by kind. A phone's CONTACT# item and a link code's pointer
-    are halves of the phone and the code, not counted on their own."""
+    """What an erase deleted, counted by kind (and the rate counters it kept). A phone's CONTACT#
+    item and a link code's pointer are halves of the phone and the code, not counted on their own."""
 
     messages: int = 0
     state_items: int = 0  # onboarding state, profile and summary
     phone_numbers: int = 0  # PHONE# owner items that still named this user
     dedupe_records: int = 0  # CLIENT# items: which message a client or Twilio message id produced
-    rate_counters: int = 0  # LIMIT# items
     link_codes: int = 0  # LINK# codes this user created that were still stored
     other_items: int = 0  # partition items of a kind this version does not know (deleted all the same)
+    # Kept, not deleted: LIMIT# counters hold only how many messages were sent in a window and
+    # expire within the hour; erasing them would let an erase reset the rate limit.
+    kept_rate_counters: int = 0
 
     @property
     def total(self) -> int:
@@ -83,7 +131,6 @@ class ErasureReport:
             + self.state_items
             + self.phone_numbers
             + self.dedupe_records
-            + self.rate_counters
             + self.link_codes
             + self.other_items
         )

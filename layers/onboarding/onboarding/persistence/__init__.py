@@ -52,5 +52,5 @@ class Repositories:
             writes=TurnWriter(client, table_name, limits, rate_limits, clock),
             phones=PhoneDirectory(client, table_name, limits, clock),
             rate_limits=rate_limits,
-            erasure=Eraser(client, table_name, limits),
+            erasure=Eraser(client, table_name, limits, clock),
         )

@@ -9,6 +9,7 @@ repositories handle. Transaction items are added by name; a cancellation says wh
 so adding an item never shifts what another reason means.
 """
 
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -36,6 +37,11 @@ class TransactionCancelled(StoreError):  # noqa: N818  (an answer to read; a Sto
         self.failed = failed
         self.codes = codes
 
+    @property
+    def conflicted(self) -> bool:
+        """Another transaction touched one of the items at the same moment (nothing was written)."""
+        return "TransactionConflict" in self.codes.values()
+
 
 class KeyCollision(Exception):  # noqa: N818
     """A new key was taken already (two writers chose the same random key): try fresh keys."""
@@ -60,10 +66,12 @@ def store_call(what: str) -> Iterator[None]:
 
 
 class Transaction:
-    """A TransactWriteItems request whose items have names."""
+    """A TransactWriteItems request whose items have names, and one `ClientRequestToken` for all
+    its tries: DynamoDB answers a retried request with the same token as if it had run once."""
 
     def __init__(self, table: str) -> None:
-        self._table = table
+        self.table = table
+        self.token = uuid.uuid4().hex
         self._names: list[str] = []
         self._items: list[Any] = []
 
@@ -72,27 +80,22 @@ class Transaction:
         if name in self._names:
             raise ValueError(f"two transaction items named {name!r}")
         self._names.append(name)
-        self._items.append({kind: {"TableName": self._table, **body}})
+        self._items.append({kind: {"TableName": self.table, **body}})
         return self
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def single_put(self) -> dict[str, Any] | None:
-        """The request of a transaction that is one Put, as PutItem takes it (half the write cost
-        of a one-item transaction); None for any other transaction."""
-        if len(self._items) == 1 and "Put" in self._items[0]:
-            return dict(self._items[0]["Put"])
-        return None
+    def put_of(self, name: str) -> dict[str, Any]:
+        """The item the Put named `name` writes."""
+        item: dict[str, Any] = self._items[self._names.index(name)]["Put"]["Item"]
+        return item
 
-    def run(self, client: "DynamoDBClient", what: str, token: str | None = None) -> None:
+    def run(self, client: "DynamoDBClient", what: str) -> None:
         """Write every item or none. TransactionCancelled names the items whose condition failed;
-        StoreError for any other failure. `token` makes a retried request idempotent."""
-        request: dict[str, Any] = {"TransactItems": self._items}
-        if token is not None:
-            request["ClientRequestToken"] = token
+        StoreError for any other failure."""
         try:
-            client.transact_write_items(**request)
+            client.transact_write_items(TransactItems=self._items, ClientRequestToken=self.token)
         except ClientError as error:
             if _code(error) != "TransactionCanceledException":
                 raise StoreError(what) from error

@@ -80,10 +80,20 @@ def parse_message(item: Mapping[str, Any], now_s: float) -> Message | None:
         return None
 
 
-def state_item(user_id: str, state: OnboardingState, now_s: float) -> Item:
+def version_of(item: Mapping[str, Any] | None) -> int:
+    """The version a state or profile item was written at (0: no item, or one written before
+    items carried versions)."""
+    try:
+        return int((item or {}).get("version", {}).get("N", "0"))
+    except (TypeError, ValueError, AttributeError):
+        return 0
+
+
+def state_item(user_id: str, state: OnboardingState, now_s: float, version: int = 1) -> Item:
     dumped = state.model_dump(mode="json")
     item: Item = {
         **user_key(user_id, STATE_SORT_KEY),
+        "version": {"N": str(version)},
         "current_agent": {"S": state.current_agent.value},
         "agent_context": {"S": json.dumps(dumped["agent_context"], ensure_ascii=False)},
         "skipped": {"S": json.dumps(dumped["skipped"])},
@@ -112,9 +122,10 @@ def parse_state(item: Mapping[str, Any]) -> OnboardingState | None:
         return None
 
 
-def profile_item(user_id: str, profile: UserProfile, now_s: float) -> Item:
+def profile_item(user_id: str, profile: UserProfile, now_s: float, version: int = 1) -> Item:
     return {
         **user_key(user_id, PROFILE_SORT_KEY),
+        "version": {"N": str(version)},
         "profile": {"S": profile.model_dump_json()},
         "updated_at": {"S": _iso(now_s)},
     }

@@ -1,15 +1,15 @@
 """Owns reading a user's conversation: the turn's one Query, history pages, and the fold's read."""
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
-from onboarding.model.records import ConversationSummary, HistoryPage, TurnContext
+from onboarding.model.records import ConversationSummary, HistoryPage, Memory, TurnContext
 from onboarding.model.state import OnboardingState
 from onboarding.persistence.calls import store_call
-from onboarding.persistence.codec import parse_message, parse_profile, parse_state, parse_summary
+from onboarding.persistence.codec import parse_message, parse_profile, parse_state, parse_summary, version_of
 from onboarding.persistence.keys import (
     HEAD_ITEMS,
     MESSAGE_PREFIX,
@@ -29,6 +29,18 @@ if TYPE_CHECKING:
 Item = Mapping[str, Any]
 
 
+def _memory_of(items: Sequence[Item]) -> Memory:
+    """The state and profile among `items` (defaults where absent or malformed), with versions."""
+    by_key = {item.get("sk", {}).get("S", ""): item for item in items}
+    state_item, profile_item = by_key.get(STATE_SORT_KEY), by_key.get(PROFILE_SORT_KEY)
+    return Memory(
+        state=(parse_state(state_item) if state_item else None) or OnboardingState(),
+        profile=(parse_profile(profile_item) if profile_item else None) or UserProfile(),
+        state_version=version_of(state_item),
+        profile_version=version_of(profile_item),
+    )
+
+
 class ConversationRepository:
     """Reads a user's messages, state, profile and summary."""
 
@@ -45,18 +57,14 @@ class ConversationRepository:
         A second page is read only when DynamoDB's 1 MB page limit cut the first one short.
         Items that cannot be understood are skipped with a warning, never fatal.
         """
-        state, profile, summary = OnboardingState(), UserProfile(), None
+        summary = None
         newest_first: list[Message] = []
         extra = 1 if exclude_message_id else 0
         items, _ = self._query_newest(user_id, message_limit + len(HEAD_ITEMS) + extra)
         now = self._clock()
         for item in items:
             sort_key = item.get("sk", {}).get("S", "")
-            if sort_key == STATE_SORT_KEY:
-                state = parse_state(item) or state
-            elif sort_key == PROFILE_SORT_KEY:
-                profile = parse_profile(item) or profile
-            elif sort_key == SUMMARY_SORT_KEY:
+            if sort_key == SUMMARY_SORT_KEY:
                 summary = parse_summary(item)
             elif (
                 sort_key.startswith(MESSAGE_PREFIX)
@@ -65,7 +73,32 @@ class ConversationRepository:
                 and message.message_id != exclude_message_id
             ):
                 newest_first.append(message)
-        return TurnContext(state=state, messages=tuple(reversed(newest_first)), profile=profile, summary=summary)
+        memory = _memory_of(items)
+        return TurnContext(
+            state=memory.state,
+            messages=tuple(reversed(newest_first)),
+            profile=memory.profile,
+            summary=summary,
+            state_version=memory.state_version,
+            profile_version=memory.profile_version,
+        )
+
+    def load_memory(self, user_id: str) -> Memory:
+        """The state and profile with their versions, read consistently (one Query): what a turn
+        re-reads when another turn saved first."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :first AND :last",
+            "ExpressionAttributeValues": {
+                ":pk": partition(user_id),
+                ":first": {"S": PROFILE_SORT_KEY},
+                ":last": {"S": STATE_SORT_KEY},
+            },
+            "ConsistentRead": True,
+        }
+        with store_call("could not read the onboarding state"):
+            items = self._client.query(**request).get("Items", [])
+        return _memory_of(items)
 
     def history_page(self, user_id: str, limit: int, cursor: str | None = None) -> HistoryPage:
         """One page of the user's messages, newest first, continuing after `cursor`."""

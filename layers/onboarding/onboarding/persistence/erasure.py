@@ -2,7 +2,7 @@
 
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
@@ -18,6 +18,7 @@ from onboarding.persistence.keys import (
     LINK_POINTER_PREFIX,
     MESSAGE_PREFIX,
     RATE_PREFIX,
+    erased_key,
     link_key,
     partition,
     stored_phone_key,
@@ -37,15 +38,20 @@ _JITTER = secrets.SystemRandom()  # for spreading retries, not for secrets; avoi
 
 
 class Eraser:
-    def __init__(self, client: "DynamoDBClient", table_name: str, limits: Limits) -> None:
+    def __init__(
+        self, client: "DynamoDBClient", table_name: str, limits: Limits, clock: Callable[[], float] = time.time
+    ) -> None:
         self._client = client
         self._table = table_name
         self._attempts = limits.erase_batch_attempts
+        self._marker_lifetime_s = limits.erased_marker_lifetime_s
+        self._clock = clock
 
     def erase(self, user_id: str) -> ErasureReport:
         """Delete everything stored for the user and report what was deleted: the whole partition
-        (messages, state, profile, summary, dedupe records, rate counters, phone links, link-code
-        pointers), the PHONE# owner items that still name the user, and the link codes they made.
+        (messages, state, profile, summary, dedupe records, phone links, link-code pointers), the
+        PHONE# owner items that still name the user, and the link codes they made. The rate
+        counters stay (counts only, gone within the hour): an erase must not reset the limit.
         An unknown user, or a second erase, deletes nothing and reports zeros.
 
         Phone owners and link codes go first: a text arriving mid-erase then starts a new user
@@ -57,8 +63,10 @@ class Eraser:
         within 24 h). Deleting them would let a late Twilio retry of an erased text be processed
         again and re-create the user.
         """
-        keys = self._partition_keys(user_id)
-        sort_keys = [key["sk"]["S"] for key in keys]
+        self._mark_erased(user_id)
+        every_key = self._partition_keys(user_id)
+        sort_keys = [key["sk"]["S"] for key in every_key]
+        keys = [key for key in every_key if not key["sk"]["S"].startswith(RATE_PREFIX)]
         phones = [sk.removeprefix(CONTACT_PREFIX) for sk in sort_keys if sk.startswith(CONTACT_PREFIX)]
         codes = [sk.removeprefix(LINK_POINTER_PREFIX) for sk in sort_keys if sk.startswith(LINK_POINTER_PREFIX)]
         # Unchecked keys: a malformed CONTACT# item must not stop the erase; its key matches nothing.
@@ -75,13 +83,26 @@ class Eraser:
             state_items=sum(sk in HEAD_ITEMS for sk in sort_keys),
             phone_numbers=phone_numbers,
             dedupe_records=count(CLIENT_PREFIX),
-            rate_counters=count(RATE_PREFIX),
             link_codes=link_codes,
             other_items=sum(not sk.startswith(known) and sk not in HEAD_ITEMS for sk in sort_keys),
+            kept_rate_counters=count(RATE_PREFIX),
         )
         # Counts only: the user id and phone numbers are personal data.
         logger.info("Erased a user's data", extra={"erased_items": report.total, "partition_items": len(sort_keys)})
         return report
+
+    def _mark_erased(self, user_id: str) -> None:
+        """Record when the user was erased, first: from now on a write of a turn that began before
+        this moment is refused (`writing.erasure_guard`), so nothing in flight re-creates the user.
+        The mark outlives any such turn (a queued text can wait days), then expires."""
+        now = self._clock()
+        item = {
+            **erased_key(user_id),
+            "erased_at_ms": {"N": str(int(now * 1000))},
+            "expires_at": {"N": str(int(now) + self._marker_lifetime_s)},
+        }
+        with store_call("could not erase the user's data"):
+            self._client.put_item(TableName=self._table, Item=item)
 
     def _partition_keys(self, user_id: str) -> list[dict[str, Any]]:
         """The key of every item in the user's partition, all pages, read consistently (an item

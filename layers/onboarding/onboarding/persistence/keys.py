@@ -16,6 +16,8 @@ Outside the user partitions:
 
     pk = PHONE#<E.164>, sk = ~OWNER    which user a phone number belongs to, and its SMS opt-out
     pk = LINK#<code>,   sk = ~LINK     a one-time code that links a phone to a user (expires)
+    pk = ERASED#<user>, sk = ~ERASED   when the user was last erased (expires): a turn that began
+                                       before it stores nothing (outside the partition it guards)
 
 Sort keys starting with `~` sort after every message, so ONE descending Query with
 `Limit = messages + len(HEAD_ITEMS)` returns the per-user head items and the newest messages
@@ -46,6 +48,8 @@ PHONE_OWNER_SORT_KEY = "~OWNER"
 LINK_PREFIX = "LINK#"
 LINK_SORT_KEY = "~LINK"
 LINK_POINTER_PREFIX = "LINKCODE#"
+ERASED_PREFIX = "ERASED#"
+ERASED_SORT_KEY = "~ERASED"
 LINK_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: codes are typed on phones
 LINK_CODE_LENGTH = 10  # 31**10 ≈ 8e14 codes: guessing one inside its lifetime is hopeless
 
@@ -95,6 +99,10 @@ def phone_key(phone: str) -> Key:
 def stored_phone_key(phone: str) -> Key:
     """The owner item's key of a number as stored (not checked: erasure must not stop at a bad one)."""
     return {"pk": {"S": f"{PHONE_PREFIX}{phone}"}, "sk": {"S": PHONE_OWNER_SORT_KEY}}
+
+
+def erased_key(user_id: str) -> Key:
+    return {"pk": {"S": f"{ERASED_PREFIX}{user_id}"}, "sk": {"S": ERASED_SORT_KEY}}
 
 
 def link_key(code: str) -> Key:

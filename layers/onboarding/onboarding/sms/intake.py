@@ -3,6 +3,7 @@
 import re
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from aws_lambda_powertools import Logger
 
@@ -79,6 +80,7 @@ class SmsIntake:
                 from_phone=sms.from_phone,
                 to_phone=sms.to_phone,
                 text=sms.body,
+                received_at=datetime.now(UTC),
             )
         )
         return None

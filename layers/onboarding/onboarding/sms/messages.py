@@ -1,5 +1,6 @@
 """Owns what a text asks for, and the turn request queued for the worker."""
 
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,3 +38,6 @@ class SmsTurnRequest(BaseModel):
     from_phone: str = Field(pattern=E164_PATTERN)
     to_phone: str = Field(min_length=1, max_length=64)
     text: str
+    # When the webhook took the text: a text taken before the user's data was erased is not
+    # answered after it (the erase refuses the turn's writes).
+    received_at: datetime | None = None

@@ -4,7 +4,7 @@ import asyncio
 
 from aws_lambda_powertools import Logger
 
-from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError
+from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, UserErasedError
 from onboarding.persistence import Repositories
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.sender import RecipientOptedOutError, SmsSender
@@ -36,16 +36,25 @@ class SmsResponder:
         if owner is not None and owner.opted_out:
             logger.info("Queued text from a number that opted out since; not answered")
             return 0
+        # The number's owner now: a phone linked to an app account while its text waited in the
+        # queue continues that account's conversation.
+        user_id = owner.user_id if owner is not None else request.user_id
         try:
             # Twilio's MessageSid identifies the turn: a retried text is stored and answered once.
-            turn = await self._service.start_turn(request.user_id, request.text, request.message_id)
+            turn = await self._service.start_turn(user_id, request.text, request.message_id, request.received_at)
         except InvalidMessageError:
             logger.info("Queued text refused")
             return self._send([TOO_LONG], request)
         except RateLimitedError:
-            return await self._refuse_for_rate(request)
+            return await self._refuse_for_rate(request, user_id)
+        except UserErasedError:
+            logger.info("Text received before the user's data was erased; not answered")
+            return 0
         try:
             result = await turn.collect()
+        except UserErasedError:
+            logger.info("The user's data was erased while the text was answered; nothing sent")
+            return 0
         except ModelUnavailableError:
             return self._send([MODEL_APOLOGY], request)
         except InvalidMessageError:
@@ -55,15 +64,15 @@ class SmsResponder:
             logger.info("Repeated delivery of a text already answered; nothing sent")
             return 0
         sent = self._send(split_message(result.reply) or [MODEL_APOLOGY], request)
-        await asyncio.to_thread(self._store.writes.mark_delivered, request.user_id, request.message_id)
+        await asyncio.to_thread(self._store.writes.mark_delivered, user_id, request.message_id)
         await turn.fold_summary()  # after the reply went out: the person never waits for it
         return sent
 
-    async def _refuse_for_rate(self, request: SmsTurnRequest) -> int:
+    async def _refuse_for_rate(self, request: SmsTurnRequest, user_id: str) -> int:
         """Tell the person once per rate-limit window; the other refused texts get no answer,
         so a burst of texts is not answered by a burst of warnings (each of which costs an SMS)."""
         limit = self._service.limits.rate_limit
-        if limit is not None and await asyncio.to_thread(self._store.rate_limits.claim_notice, request.user_id, limit):
+        if limit is not None and await asyncio.to_thread(self._store.rate_limits.claim_notice, user_id, limit):
             return self._send([SLOW_DOWN], request)
         logger.info("Text refused by the rate limit; the person was already told")
         return 0

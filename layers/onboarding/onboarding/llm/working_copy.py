@@ -1,0 +1,183 @@
+"""Owns the working copy of a user's state and profile that a turn's tools change.
+
+Tools only change this in-memory copy; the turn stores it with the reply in one transaction, so a
+turn that fails changes nothing, and a tool call the turn stored always matches the state stored
+with it. Every change is also logged as an operation, so that when another turn saved first (the
+versioned write refused ours), the same changes are applied again on what that turn stored
+(`rebased`): two turns saving different answers at once keep both, the same answer twice is one.
+"""
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from onboarding.config import Limits
+from onboarding.llm.prompts import STEP_PROMPTS
+from onboarding.model.frozen import thaw
+from onboarding.model.profile import FactKind, UserProfile
+from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState, WaitingFor, next_step
+from onboarding.model.text import is_blank
+
+# Answers of a step that also describe the client beyond onboarding: mirrored into the profile.
+PROFILE_MIRROR: Mapping[tuple[OnboardingAgentType, str], str] = {
+    (OnboardingAgentType.FITNESS_ASSESSMENT, "fitness_level"): "level",
+    (OnboardingAgentType.FITNESS_ASSESSMENT, "limitations"): "limitations",
+    (OnboardingAgentType.GOAL_SETTING, "primary_goal"): "goals",
+    (OnboardingAgentType.WORKOUT_PLANNING, "exercise_preferences"): "preferences",
+}
+
+
+class WorkingCopy:
+    """The state and profile as the turn's tools leave them. `limits.max_asks` bounds the re-asks of
+    one waited-for field before it is skipped (seed 004); the profile limits bound what it keeps."""
+
+    def __init__(
+        self,
+        step: OnboardingAgentType,
+        state: OnboardingState,
+        profile: UserProfile,
+        limits: Limits,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.step = step
+        self._clock = clock
+        self._limits = limits
+        self._max_asks = limits.max_asks
+        self._agent_context: dict[str, Any] = thaw(state.agent_context)
+        self._current = state.current_agent
+        self._waiting = state.waiting_for
+        self._skipped = list(state.skipped)
+        self._completed_at = state.completed_at
+        self._asked_this_turn = False
+        self.profile = profile
+        self.state_changed = False
+        self.profile_changed = False
+        self._operations: list[tuple[str, tuple[Any, ...]]] = []
+
+    def _log(self, operation: str, *args: Any) -> None:
+        self._operations.append((operation, args))
+
+    def rebased(self, state: OnboardingState, profile: UserProfile) -> "WorkingCopy":
+        """This turn's changes, applied again in order on `state` and `profile` (what another turn
+        stored in between). What the tools answered the model is not re-answered: the stored
+        tool results stay what the model saw."""
+        copy = WorkingCopy(self.step, state, profile, self._limits, self._clock)
+        for operation, args in self._operations:
+            getattr(copy, operation)(*args)
+        return copy
+
+    def _clean(self, value: str) -> str:
+        return " ".join(value.split())[: self._limits.profile_value_chars]
+
+    def _remember(self, kind: FactKind, value: str) -> UserProfile:
+        return self.profile.remember(
+            kind, value, max_chars=self._limits.profile_value_chars, max_facts=self._limits.profile_other_facts
+        )
+
+    @property
+    def state(self) -> OnboardingState:
+        return OnboardingState(
+            current_agent=self._current,
+            agent_context=self._agent_context,
+            waiting_for=self._waiting,
+            skipped=tuple(self._skipped),
+            completed_at=self._completed_at,
+        )
+
+    def _known(self, step: OnboardingAgentType) -> set[str]:
+        saved = self._agent_context.get(step.value, {})
+        skipped = {name.split(".", 1)[1] for name in self._skipped if name.startswith(f"{step.value}.")}
+        return {key for key in saved if key != "completed_at"} | skipped
+
+    def _missing(self, step: OnboardingAgentType) -> list[str]:
+        known = self._known(step)
+        return [f.key for f in STEP_PROMPTS[step].fields if f.key not in known]
+
+    def save_answers(self, answers: Mapping[str, str | None], step_complete: bool) -> str:
+        """What `save_<step>` does: store the answers given, and finish the step when asked to and
+        every item is known. The result tells the model what happened and what comes next."""
+        self._log("save_answers", dict(answers), step_complete)
+        given = {
+            key: self._clean(value) for key, value in answers.items() if isinstance(value, str) and not is_blank(value)
+        }
+        if self._completed_at is not None:
+            return json.dumps({"error": "onboarding is already complete; nothing was saved"})
+        saved = dict(self._agent_context.get(self.step.value, {}))
+        saved.update(given)
+        self._agent_context[self.step.value] = saved
+        for key, value in given.items():
+            if (profile_field := PROFILE_MIRROR.get((self.step, key))) is not None:
+                self.profile = self._remember(profile_field, value)  # type: ignore[arg-type]
+                self.profile_changed = True
+        if self._waiting is not None and self._waiting.field in given:
+            self._waiting = None
+        self.state_changed = True
+        result: dict[str, Any] = {"saved": sorted(given)}
+        missing = self._missing(self.step)
+        if not step_complete or missing:
+            result |= {"step_complete": False, "still_missing": missing}
+            return json.dumps(result)
+        saved["completed_at"] = self._clock().isoformat()
+        following = next_step(self.step)
+        if following is None:
+            self._completed_at = self._completed_at or self._clock()
+            return json.dumps(result | {"step_complete": True, "onboarding_complete": True})
+        # Never backwards: another turn (a text and an app message at once) may have moved on.
+        if ONBOARDING_ORDER.index(following) > ONBOARDING_ORDER.index(self._current):
+            self._current = following
+            self._waiting = None
+        open_fields = [f for f in STEP_PROMPTS[following].fields if f.key not in self._known(following)]
+        result |= {"step_complete": True, "next_step": STEP_PROMPTS[following].title}
+        if open_fields:
+            result["next_question"] = open_fields[0].question
+        return json.dumps(result)
+
+    def remember(self, kind: FactKind, value: str) -> str:
+        """What `remember_fact` does: keep a fact about the client in the profile."""
+        self._log("remember", kind, value)
+        before = self.profile
+        self.profile = self._remember(kind, value)
+        self.profile_changed = self.profile_changed or self.profile != before
+        return json.dumps({"remembered": kind})
+
+    def ask_for(self, field: str) -> str:
+        """What `ask_for` does: remember that the next message should answer `field`; after
+        `max_asks` turns asking for it, give up on it so the coach does not loop."""
+        if field not in {f.key for f in STEP_PROMPTS[self.step].fields}:
+            return json.dumps({"error": f"unknown item {field!r} for this step"})
+        self._log("ask_for", field)
+        attempts = self._waiting.attempts + 1 if self._waiting and self._waiting.field == field else 1
+        self._asked_this_turn = True
+        self.state_changed = True
+        if attempts > self._max_asks:
+            self._skip(field)
+            return json.dumps({"skipped": field, "note": "asked too often: move on without it"})
+        self._waiting = WaitingFor(step=self.step, field=field, attempts=attempts)
+        return json.dumps({"waiting_for": field, "attempt": attempts})
+
+    def _skip(self, field: str) -> None:
+        self._waiting = None
+        name = f"{self.step.value}.{field}"
+        if name not in self._skipped:
+            self._skipped.append(name)
+
+    def finish_turn(self) -> None:
+        """A field still waited for after a turn that neither answered nor asked for it again was
+        re-asked in words: count that ask, and skip the field once it was asked too often."""
+        self._log("finish_turn")
+        waiting = self._waiting
+        if waiting is None or self._asked_this_turn or waiting.step != self._current:
+            return
+        self.state_changed = True
+        if waiting.attempts + 1 > self._max_asks:
+            self._skip(waiting.field)
+        else:
+            self._waiting = waiting.model_copy(update={"attempts": waiting.attempts + 1})
+
+    def forget_waiting(self) -> None:
+        """A new conversation (a reset) drops the field the coach was waiting for."""
+        self._log("forget_waiting")
+        if self._waiting is not None:
+            self._waiting = None
+            self.state_changed = True
