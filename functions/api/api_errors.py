@@ -41,6 +41,11 @@ class ApiFailure:
         return {"Retry-After": str(self.retry_after_s)} if self.retry_after_s is not None else None
 
 
+INTERNAL_ERROR = ApiFailure(
+    HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error", "something went wrong on our side; please try again"
+)
+
+
 class ApiError(Exception):
     """A failure raised by the API itself (no verified user, a framework rejection)."""
 

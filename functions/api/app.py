@@ -90,9 +90,13 @@ async def _stream(turn: Turn) -> AsyncIterator[bytes]:
     try:
         async for chunk in turn:
             yield _sse("chunk", {"text": chunk})
-    except E.HANDLED as error:
-        _log_failure(error)
-        failure = E.failure_of(error, message_kept=True)
+    except Exception as error:  # the stream always ends with `done` or `error`, whatever failed
+        if isinstance(error, E.HANDLED):
+            _log_failure(error)
+            failure = E.failure_of(error, message_kept=True)
+        else:
+            logger.exception("Unexpected error while streaming the reply")
+            failure = E.INTERNAL_ERROR
         event = failure.body() | {"userMessageId": user_message_id}
         if failure.retry_after_s is not None:
             event["retryAfter"] = failure.retry_after_s
@@ -133,10 +137,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
         """Anything unforeseen: logged with its trace, answered in the API's error shape."""
         logger.exception("Unexpected error", extra={"path": request.url.path})
-        failure = E.ApiFailure(
-            HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error", "something went wrong on our side; please try again"
-        )
-        return _failure_response(failure)
+        return _failure_response(E.INTERNAL_ERROR)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:

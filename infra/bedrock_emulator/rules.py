@@ -183,9 +183,26 @@ def _ids(message: Mapping[str, Any], kind: str) -> list[str]:
     return [str(block[kind]["toolUseId"]) for block in message["content"] if kind in block]
 
 
+def _check_unique_ids(messages: Sequence[Mapping[str, Any]]) -> None:
+    """A toolUse id appears once in the whole conversation, and a message answers it once
+    (Bedrock: "The toolUse blocks at messages.2.content contain duplicate Ids: ...")."""
+    seen: set[str] = set()
+    for index, message in enumerate(messages):
+        for kind in ("toolUse", "toolResult"):
+            ids = _ids(message, kind)
+            repeated = [i for i in ids if ids.count(i) > 1 or (kind == "toolUse" and i in seen)]
+            if repeated:
+                names = ", ".join(sorted(set(repeated)))
+                raise ConverseValidationError(
+                    f"The {kind} blocks at messages.{index}.content contain duplicate Ids: {names}"
+                )
+        seen.update(_ids(message, "toolUse"))
+
+
 def _check_tool_pairing(messages: Sequence[Mapping[str, Any]]) -> None:
     """Each toolResult answers a toolUse of the assistant message just before it, and each toolUse
     gets its result in the next user message (Bedrock checks it per turn, by id)."""
+    _check_unique_ids(messages)
     for index, message in enumerate(messages):
         if message["role"] != "user":
             continue

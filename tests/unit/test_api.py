@@ -320,6 +320,43 @@ async def test_an_unexpected_failure_is_500_in_the_error_shape(service: TurnServ
     assert response.json()["error"] == "internal_error"
 
 
+async def test_an_unexpected_failure_mid_stream_still_ends_with_an_error_event(
+    client: httpx.AsyncClient, store: Repositories, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever fails while the reply streams, the client gets `error` (never a stream that just
+    stops); the user's message stays."""
+
+    async def broken_commit(self: Any, reply_text: str) -> None:
+        raise RuntimeError("not a failure the error table knows")
+
+    monkeypatch.setattr("onboarding.turn.Turn._commit", broken_commit)
+    headers = identity("user-1") | {"accept": "text/event-stream"}
+    events = parse_sse((await client.post("/chat", json={"message": "Hi"}, headers=headers)).text)
+    name, error = events[-1]
+    assert (name, error["error"]) == ("error", "internal_error")
+    assert [e for e, _ in events[:-1]] == ["chunk"] * (len(events) - 1)
+    assert [m.message_id for m in store.conversations.load_turn("user-1", 20).messages] == [error["userMessageId"]]
+
+
+async def test_a_resend_returns_the_reply_byte_for_byte_even_after_a_tool_round(
+    client: httpx.AsyncClient, store: Repositories, emulator: BedrockEmulator
+) -> None:
+    """The first answer had text before and after a tool call (two model rounds); a resend, as
+    JSON or as a stream, returns exactly what was sent the first time, not only the last round."""
+    await client.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
+    body = {"message": "I'm a beginner", "clientMessageId": "app-answer-1"}
+    first = (await client.post("/chat", json=body, headers=identity("user-1"))).json()
+    rounds = [m for m in store.conversations.load_turn("user-1", 20).messages if m.role == "assistant"]
+    assert any(m.tool_calls and m.content for m in rounds)  # a round with text and a tool call
+    calls = len(emulator.requests)
+    again = (await client.post("/chat", json=body, headers=identity("user-1"))).json()
+    stream = await client.post("/chat", json=body, headers=identity("user-1") | {"accept": "text/event-stream"})
+    streamed = "".join(data["text"] for name, data in parse_sse(stream.text) if name == "chunk")
+    assert again["reply"].encode() == first["reply"].encode()
+    assert streamed.encode() == first["reply"].encode()
+    assert len(emulator.requests) == calls  # answered from the store, not the model
+
+
 async def test_a_retried_client_message_id_returns_the_same_turn(
     client: httpx.AsyncClient, store: Repositories
 ) -> None:

@@ -271,6 +271,26 @@ def test_a_tool_result_in_the_first_message_answers_nothing() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("uses", "results", "message"),
+    [
+        (["a", "a"], ["a", "a"], "The toolUse blocks at messages.1.content contain duplicate Ids: a"),
+        (["a"], ["a", "a"], "The toolResult blocks at messages.2.content contain duplicate Ids: a"),
+    ],
+)
+def test_tool_ids_must_be_unique(uses: list[str], results: list[str], message: str) -> None:
+    assert _error({"messages": _tool_exchange(uses, results), "toolConfig": _tool_config()}) == message
+
+
+def test_a_tool_id_used_again_in_a_later_turn_is_refused() -> None:
+    """The poisoned history of a reply stored twice: the same call, answered, twice."""
+    once = _tool_exchange(["a"], ["a"])
+    twice = [*once, *once[1:]]  # user, assistant [a], user [result a], assistant [a], user [result a]
+    assert _error({"messages": twice, "toolConfig": _tool_config()}) == (
+        "The toolUse blocks at messages.3.content contain duplicate Ids: a"
+    )
+
+
 def test_matching_tool_results_in_any_order_pass() -> None:
     validate_converse_request("m", {"messages": _tool_exchange(["a", "b"], ["b", "a"]), "toolConfig": _tool_config()})
 

@@ -5,8 +5,10 @@ import pytest
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.server import Fault
 from onboarding.model.errors import InvalidMessageError, MessageTooLargeError, ModelUnavailableError
+from onboarding.model.messages import Message, ToolCall
 from onboarding.persistence import Repositories
 from onboarding.turns import TurnService
+from tests.support.seed import commit
 
 
 async def test_a_turn_stores_both_messages_and_streams_the_reply(service: TurnService, store: Repositories) -> None:
@@ -124,3 +126,26 @@ async def test_an_empty_reply_is_not_stored(
     assert result.reply == ""
     assert result.assistant_message is None
     assert [m.role for m in store.conversations.load_turn("u", 20).messages] == ["user"]
+
+
+async def test_a_history_with_a_reply_stored_twice_never_blocks_the_user(
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
+) -> None:
+    """A reply written twice under new keys (the defect of issue 16): the same toolUse id, answered,
+    twice. Bedrock refuses repeated ids, so the history sent keeps each call once with one result."""
+    call = ToolCall("tooluse-X", "save_fitness_assessment", {"fitness_level": "beginner"})
+    store.writes.append_message("u", "user", "I'm a beginner")
+    reply = [
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", '{"saved": ["fitness_level"]}', tool_call_id="tooluse-X"),
+        Message("assistant", "Noted, a beginner."),
+    ]
+    commit(store, "u", reply)
+    commit(store, "u", reply)
+    result = await (await service.start_turn("u", "I walk most days")).collect()
+    assert result.assistant_message is not None  # the emulator, like Bedrock, accepted the request
+    sent = emulator.requests[-1].body["messages"]
+    uses = [block["toolUse"]["toolUseId"] for m in sent for block in m["content"] if "toolUse" in block]
+    results = [block["toolResult"]["toolUseId"] for m in sent for block in m["content"] if "toolResult" in block]
+    assert uses.count("tooluse-X") == 1
+    assert results.count("tooluse-X") == 1

@@ -30,8 +30,11 @@ class _Run:
 
 
 def _paired(turns: Sequence[Message]) -> list[Message]:
-    """Tool calls kept only with their results right after them, and results only after their call."""
+    """Tool calls kept only with their results right after them, and results only after their call;
+    each call id at most once in the whole conversation, with one result. A history that is
+    already malformed (a reply stored twice, say) must never make Bedrock refuse every later turn."""
     kept: list[Message] = []
+    seen_ids: set[str] = set()
     index = 0
     while index < len(turns):
         turn = turns[index]
@@ -39,15 +42,18 @@ def _paired(turns: Sequence[Message]) -> list[Message]:
         if turn.role == "tool":
             continue  # a result whose call is not right before it (the window started after the call)
         if turn.role == "assistant" and turn.tool_calls:
-            results: list[Message] = []
+            results: dict[str, Message] = {}
             while index < len(turns) and turns[index].role == "tool":
-                results.append(turns[index])
+                result = turns[index]
+                results.setdefault(result.tool_call_id or "", result)  # a second result of a call goes
                 index += 1
-            answered = {result.tool_call_id for result in results}
-            calls = tuple(call for call in turn.tool_calls if call.call_id in answered)
-            called = {call.call_id for call in calls}
-            kept.append(Message("assistant", turn.content, tool_calls=calls))
-            kept.extend(result for result in results if result.tool_call_id in called)
+            calls: list[ToolCall] = []
+            for call in turn.tool_calls:
+                if call.call_id in results and call.call_id not in seen_ids:
+                    seen_ids.add(call.call_id)
+                    calls.append(call)
+            kept.append(Message("assistant", turn.content, tool_calls=tuple(calls)))
+            kept.extend(results[call.call_id] for call in calls)
             continue
         kept.append(turn)
     return kept
