@@ -83,7 +83,7 @@ def failure_of(error: Exception, message_kept: bool = False) -> ApiFailure:
     _, status, code = row
     message = str(error)
     retry_after = _retry_after(error)
-    if isinstance(error, RateLimitedError):
+    if isinstance(error, RateLimitedError) and error.what == "messages":
         message = f"you are sending messages faster than the coach can answer; try again in {retry_after} s"
     elif isinstance(error, StoreError):
         # The store's own text names internals; the person needs to know what happened to their message.

@@ -7,3 +7,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

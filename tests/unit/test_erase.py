@@ -10,7 +10,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-import onboarding.persistence.erasure as erasure_module
+import onboarding.persistence.partitions as partitions_module
 from functions.api.app import create_app
 from onboarding.account import AccountService
 from onboarding.config import RateLimit, Settings
@@ -189,7 +189,7 @@ def test_unprocessed_items_are_resent_after_a_backoff(
     for n in range(30):
         store.writes.append_message("erased", "user", f"message {n}")
     delays: list[float] = []
-    monkeypatch.setattr("onboarding.persistence.erasure.time.sleep", delays.append)
+    monkeypatch.setattr("onboarding.persistence.partitions.time.sleep", delays.append)
     real_batch = dynamodb.batch_write_item
     throttled = itertools.count()
 
@@ -205,7 +205,7 @@ def test_unprocessed_items_are_resent_after_a_backoff(
     assert store.erasure.erase("erased").messages == 30
     assert store.conversations.history_page("erased", limit=100).messages == ()
     assert len(delays) == 2
-    assert all(0 <= delay <= erasure_module._BATCH_BACKOFF_MAX_S for delay in delays)
+    assert all(0 <= delay <= partitions_module._BATCH_BACKOFF_MAX_S for delay in delays)
 
 
 def test_items_left_unprocessed_every_time_end_in_a_store_error(
@@ -213,7 +213,7 @@ def test_items_left_unprocessed_every_time_end_in_a_store_error(
 ) -> None:
     store.writes.append_message("erased", "user", "hello")
     delays: list[float] = []
-    monkeypatch.setattr("onboarding.persistence.erasure.time.sleep", delays.append)
+    monkeypatch.setattr("onboarding.persistence.partitions.time.sleep", delays.append)
     calls = itertools.count(1)
 
     def never_processed(**request: Any) -> Any:
@@ -225,7 +225,7 @@ def test_items_left_unprocessed_every_time_end_in_a_store_error(
         store.erasure.erase("erased")
     assert next(calls) == settings.erase_batch_attempts + 1  # bounded: no endless loop
     assert len(delays) == settings.erase_batch_attempts - 1
-    assert all(delay <= erasure_module._BATCH_BACKOFF_MAX_S for delay in delays)
+    assert all(delay <= partitions_module._BATCH_BACKOFF_MAX_S for delay in delays)
 
 
 @pytest.mark.parametrize("operation", ["query", "delete_item", "batch_write_item"])
@@ -325,7 +325,7 @@ async def test_a_turn_that_began_before_the_erase_stores_nothing_after_it(
     assert _left_of(dynamodb, "user-1") == []
     # What the user says after the erase is a fresh start, stored as usual.
     await (await service.start_turn("user-1", "Hi again")).collect()
-    assert [m.content for m in store.conversations.load_turn("user-1", 20).messages][0] == "Hi again"
+    assert next(m.content for m in store.conversations.load_turn("user-1", 20).messages) == "Hi again"
 
 
 async def test_a_message_received_before_the_erase_is_not_stored_after_it(

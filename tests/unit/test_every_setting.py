@@ -279,7 +279,7 @@ async def test_botocore_tries_a_refused_model_call_model_max_attempts_times(
 
 @observes("model_stream_attempts", "model_retry_budget_s", "model_first_backoff_s", "model_max_backoff_s")
 async def test_a_stream_that_fails_before_its_first_token_is_retried_by_the_retry_settings(
-    dynamodb: Any, emulator: BedrockEmulator
+    dynamodb: Any, emulator: BedrockEmulator, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def failing_turn(**changes: Any) -> tuple[int, float]:
         settings = settings_with(**changes)
@@ -300,8 +300,12 @@ async def test_a_stream_that_fails_before_its_first_token_is_retried_by_the_retr
     assert attempts == 2
     _, slow = await failing_turn(model_stream_attempts=3, model_first_backoff_s=0.4, model_max_backoff_s=0.4)
     assert slow >= 0.8  # two waits of at least the first backoff
-    _, capped = await failing_turn(model_stream_attempts=3, model_first_backoff_s=0.01, model_max_backoff_s=0.02)
-    assert capped < 0.6  # the same two waits, capped (the jitter is at most the first backoff)
+    caplog.clear()
+    await failing_turn(model_stream_attempts=3, model_first_backoff_s=0.01, model_max_backoff_s=0.02)
+    retried = "Model failed before its first token; retrying"
+    waits = [getattr(r, "wait_s") for r in caplog.records if r.getMessage() == retried]  # noqa: B009
+    assert len(waits) == 2
+    assert all(wait <= 0.02 + 0.01 for wait in waits)  # capped (the jitter is at most the first backoff)
 
 
 @observes("model_read_timeout_s")
@@ -544,6 +548,30 @@ def test_a_link_code_expires_after_link_code_lifetime_s(dynamodb: Any) -> None:
     assert code.expires_at == datetime.fromtimestamp(int(clock.now) + 120, UTC)
     clock.now += 121
     assert phones.link_by_code("+15551230001", code.code) is None
+
+
+@observes("link_codes_per_window", "link_code_window_s")
+async def test_link_codes_are_limited_per_window_over_http(
+    dynamodb: Any, service: TurnService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """POST /phone-links: LINK_CODE_RATE_LIMIT codes per LINK_CODE_RATE_WINDOW_S, then 429 with
+    Retry-After; an erase does not reset the count; the next window allows codes again."""
+    clock = FakeClock(1_800_000_000.0)
+    settings = settings_with(link_codes_per_window=2, link_code_window_s=600)
+    account = build_account(settings, repositories(dynamodb, settings, clock))
+    transport = httpx.ASGITransport(app=create_app(service, account))
+    async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as http:
+        statuses = [(await http.post("/phone-links", headers=identity("u"))).status_code for _ in range(2)]
+        await http.delete("/me", headers=identity("u"))
+        refused = await http.post("/phone-links", headers=identity("u"))
+        clock.advance(600)
+        again = await http.post("/phone-links", headers=identity("u"))
+    assert statuses == [201, 201]
+    assert (refused.status_code, refused.json()["error"]) == (429, "rate_limited")
+    assert "phone-link codes" in refused.json()["message"]
+    assert 1 <= int(refused.headers["retry-after"]) <= 600
+    assert again.status_code == 201
+    assert Limits().link_code_rate_limit.messages == 5
 
 
 @observes("rate_limit_messages", "rate_limit_window_s")

@@ -36,7 +36,8 @@ class AccountService:
         return tuple(sorted(await asyncio.to_thread(self.store.phones.phones_of, user_id)))
 
     async def create_link_code(self, user_id: str) -> LinkCode:
-        return await asyncio.to_thread(self.store.phones.create_link_code, user_id)
+        """A one-time code to text from the phone to link; RateLimitedError past the link-code limit."""
+        return await asyncio.to_thread(self.store.phones.create_link_code, user_id, self.limits.link_code_rate_limit)
 
     async def erase(self, user_id: str) -> ErasureReport:
         return await asyncio.to_thread(self.store.erasure.erase, user_id)

@@ -69,6 +69,8 @@ class Limits(_FromEnv):
     # or hours, not weeks.
     client_record_lifetime_s: int = Field(default=7 * 24 * 3600, ge=3600)
     link_code_lifetime_s: int = Field(default=600, ge=60, le=24 * 3600)
+    link_codes_per_window: int = Field(default=5, ge=1, le=1000)  # phone-link codes a user may create...
+    link_code_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)  # ... in this many seconds
     profile_value_chars: int = Field(default=300, ge=20, le=4000)
     profile_other_facts: int = Field(default=20, ge=0, le=200)
     write_attempts: int = Field(default=3, ge=1, le=10)  # fresh keys after a key collision
@@ -110,6 +112,8 @@ class Limits(_FromEnv):
         "max_asks": "MAX_ASKS",
         "max_tool_rounds": "MAX_TOOL_ROUNDS",
         "link_code_lifetime_s": "LINK_CODE_LIFETIME_S",
+        "link_codes_per_window": "LINK_CODE_RATE_LIMIT",
+        "link_code_window_s": "LINK_CODE_RATE_WINDOW_S",
         "model_first_backoff_s": "BEDROCK_RETRY_FIRST_BACKOFF_S",
         "model_max_backoff_s": "BEDROCK_RETRY_MAX_BACKOFF_S",
         "client_record_lifetime_s": "CLIENT_RECORD_LIFETIME_S",
@@ -195,6 +199,10 @@ class Limits(_FromEnv):
     @property
     def rate_limit(self) -> RateLimit | None:
         return RateLimit(self.rate_limit_messages, self.rate_limit_window_s) if self.rate_limit_messages else None
+
+    @property
+    def link_code_rate_limit(self) -> RateLimit:
+        return RateLimit(self.link_codes_per_window, self.link_code_window_s)
 
     @property
     def conversations(self) -> ConversationRules:

@@ -60,7 +60,7 @@ def _log_retry(state: RetryCallState) -> None:
     error = state.outcome.exception() if state.outcome else None
     logger.warning(
         "Model failed before its first token; retrying",
-        extra={"attempt": state.attempt_number, "reason": type(error).__name__},
+        extra={"attempt": state.attempt_number, "reason": type(error).__name__, "wait_s": state.upcoming_sleep},
     )
     count_metric("ModelRetry")
 

@@ -32,11 +32,13 @@ class ClientIdConflictError(ValueError):
 
 
 class RateLimitedError(Exception):
-    """The user sent more messages than the rate limit allows; this one was not stored."""
+    """The user sent more messages (or asked for more of `what`) than the rate limit allows;
+    this one was not stored."""
 
-    def __init__(self, retry_after_s: int) -> None:
-        super().__init__(f"too many messages; try again in {retry_after_s} s")
+    def __init__(self, retry_after_s: int, what: str = "messages") -> None:
+        super().__init__(f"too many {what}; try again in {retry_after_s} s")
         self.retry_after_s = retry_after_s
+        self.what = what
 
 
 class InvalidMessageError(ValueError):

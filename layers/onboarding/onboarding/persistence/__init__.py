@@ -50,7 +50,7 @@ class Repositories:
         return cls(
             conversations=ConversationRepository(client, table_name, clock),
             writes=TurnWriter(client, table_name, limits, rate_limits, clock),
-            phones=PhoneDirectory(client, table_name, limits, clock),
+            phones=PhoneDirectory(client, table_name, limits, rate_limits, clock),
             rate_limits=rate_limits,
             erasure=Eraser(client, table_name, limits, clock),
         )

@@ -1,14 +1,12 @@
 """Owns erasing a user: the whole partition, the phone owners and link codes that still name them."""
 
-import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
 from onboarding.config import Limits
-from onboarding.model.errors import StoreError
 from onboarding.model.records import ErasureReport
 from onboarding.persistence.calls import ConditionFailed, store_call
 from onboarding.persistence.keys import (
@@ -20,21 +18,14 @@ from onboarding.persistence.keys import (
     RATE_PREFIX,
     erased_key,
     link_key,
-    partition,
     stored_phone_key,
 )
+from onboarding.persistence.partitions import batch_write, partition_items
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 logger = Logger(child=True)
-
-_BATCH_WRITE_ITEMS = 25  # BatchWriteItem's limit per request (DynamoDB's, not ours to tune)
-# botocore retries a failed request, but not the UnprocessedItems of a successful one, so erase
-# resends those itself, with botocore's full-jitter exponential backoff.
-_BATCH_BACKOFF_BASE_S = 0.05
-_BATCH_BACKOFF_MAX_S = 2.0
-_JITTER = secrets.SystemRandom()  # for spreading retries, not for secrets; avoids the global RNG
 
 
 class Eraser:
@@ -64,7 +55,9 @@ class Eraser:
         again and re-create the user.
         """
         self._mark_erased(user_id)
-        every_key = self._partition_keys(user_id)
+        every_key = partition_items(
+            self._client, self._table, user_id, "could not read the user's data to erase it", keys_only=True
+        )
         sort_keys = [key["sk"]["S"] for key in every_key]
         keys = [key for key in every_key if not key["sk"]["S"].startswith(RATE_PREFIX)]
         phones = [sk.removeprefix(CONTACT_PREFIX) for sk in sort_keys if sk.startswith(CONTACT_PREFIX)]
@@ -72,7 +65,8 @@ class Eraser:
         # Unchecked keys: a malformed CONTACT# item must not stop the erase; its key matches nothing.
         phone_numbers = sum(self._delete_if_owned(stored_phone_key(p), user_id) for p in phones)
         link_codes = sum(self._delete_if_owned(link_key(c), user_id) for c in codes)
-        self._batch_delete(keys)
+        deletes = [{"DeleteRequest": {"Key": key}} for key in keys]
+        batch_write(self._client, self._table, deletes, self._attempts, "could not erase the user's data")
 
         def count(prefix: str) -> int:
             return sum(sk.startswith(prefix) for sk in sort_keys)
@@ -104,25 +98,6 @@ class Eraser:
         with store_call("could not erase the user's data"):
             self._client.put_item(TableName=self._table, Item=item)
 
-    def _partition_keys(self, user_id: str) -> list[dict[str, Any]]:
-        """The key of every item in the user's partition, all pages, read consistently (an item
-        written just before the erase must not be missed)."""
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": partition(user_id)},
-            "ProjectionExpression": "pk, sk",
-            "ConsistentRead": True,
-        }
-        keys: list[dict[str, Any]] = []
-        while True:
-            with store_call("could not read the user's data to erase it"):
-                page = self._client.query(**request)
-            keys.extend({"pk": item["pk"], "sk": item["sk"]} for item in page.get("Items", []))
-            if not (start_key := page.get("LastEvaluatedKey")):
-                return keys
-            request["ExclusiveStartKey"] = start_key
-
     def _delete_if_owned(self, key: Mapping[str, Any], user_id: str) -> bool:
         """Delete the item at `key` if it still names `user_id`; False when it is gone or is
         someone else's now (a phone re-linked since)."""
@@ -137,20 +112,3 @@ class Eraser:
         except ConditionFailed:
             return False
         return True
-
-    def _batch_delete(self, keys: Sequence[Mapping[str, Any]]) -> None:
-        """Delete `keys`, 25 to a request, resending what DynamoDB left unprocessed (it does so
-        when throttled) after a backoff; gives up with StoreError after the configured tries."""
-        for start in range(0, len(keys), _BATCH_WRITE_ITEMS):
-            batch = keys[start : start + _BATCH_WRITE_ITEMS]
-            pending: Mapping[str, Any] = {self._table: [{"DeleteRequest": {"Key": key}} for key in batch]}
-            for attempt in range(self._attempts):
-                if attempt:
-                    # botocore's standard mode: a random delay up to base * 2^attempt, capped.
-                    time.sleep(_JITTER.random() * min(_BATCH_BACKOFF_BASE_S * 2**attempt, _BATCH_BACKOFF_MAX_S))
-                with store_call("could not erase the user's data"):
-                    pending = self._client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
-                if not pending:
-                    break
-            else:
-                raise StoreError("the table kept leaving some of the user's items unprocessed")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
-from onboarding.config import Limits
+from onboarding.config import Limits, RateLimit
 from onboarding.model.errors import StoreError
 from onboarding.model.records import LinkCode, PhoneOwner
 from onboarding.persistence.calls import (
@@ -30,6 +30,7 @@ from onboarding.persistence.keys import (
     phone_key,
     user_key,
 )
+from onboarding.persistence.rate_limit import RATE_ITEM, RateLimiter
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -37,15 +38,22 @@ if TYPE_CHECKING:
 logger = Logger(child=True)
 
 OWNER_ITEM, CODE_ITEM = "owner", "code"
+LINK_CODE_COUNTER = "LINK#"  # the rate limit's counter of link codes (LIMIT#LINK#<window>)
 
 
 class PhoneDirectory:
     def __init__(
-        self, client: "DynamoDBClient", table_name: str, limits: Limits, clock: Callable[[], float] = time.time
+        self,
+        client: "DynamoDBClient",
+        table_name: str,
+        limits: Limits,
+        rate_limits: RateLimiter,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._client = client
         self._table = table_name
         self._limits = limits
+        self._rate_limits = rate_limits
         self._clock = clock
 
     def find_owner(self, phone: str) -> PhoneOwner | None:
@@ -173,8 +181,9 @@ class PhoneDirectory:
             )
         return tuple(item["sk"]["S"].removeprefix(CONTACT_PREFIX) for item in page.get("Items", []))
 
-    def create_link_code(self, user_id: str) -> LinkCode:
-        """A one-time code the user texts from a phone to link that phone to their account."""
+    def create_link_code(self, user_id: str, rate_limit: RateLimit | None = None) -> LinkCode:
+        """A one-time code the user texts from a phone to link that phone to their account; with a
+        `rate_limit`, counted in the same transaction (RateLimitedError when the window is full)."""
 
         def attempt() -> LinkCode:
             code = new_link_code()
@@ -191,9 +200,13 @@ class PhoneDirectory:
             # erasure finds it. Same transaction: never one without the other.
             pointer = {**user_key(user_id, f"{LINK_POINTER_PREFIX}{code}"), "expires_at": {"N": str(expires)}}
             transaction.add("pointer", "Put", {"Item": pointer})
+            if rate_limit is not None:
+                self._rate_limits.add_count(transaction, user_id, rate_limit, LINK_CODE_COUNTER)
             try:
                 transaction.run(self._client, "could not store the link code")
-            except TransactionCancelled:
+            except TransactionCancelled as cancelled:
+                if rate_limit is not None and RATE_ITEM in cancelled.failed:
+                    raise self._rate_limits.refusal(rate_limit, "phone-link codes") from None
                 raise KeyCollision from None
             return LinkCode(code, datetime.fromtimestamp(expires, UTC))
 

@@ -32,12 +32,13 @@ class RateLimiter:
         window = int(self._clock() // limit.window_s)
         return window, (window + 1) * limit.window_s
 
-    def add_count(self, transaction: Transaction, user_id: str, limit: RateLimit) -> None:
-        """Add to `transaction` an item (named RATE_ITEM) that counts one message, and fails when
-        the window is full: a refused message is never stored, a stored one always counted."""
+    def add_count(self, transaction: Transaction, user_id: str, limit: RateLimit, counter: str = "") -> None:
+        """Add to `transaction` an item (named RATE_ITEM) that counts one message (or, with a
+        `counter` name, one of that thing), and fails when the window is full: what is refused is
+        never stored, and what is stored is always counted."""
         window, ends = self._window(limit)
         body: dict[str, Any] = {
-            "Key": user_key(user_id, f"{RATE_PREFIX}{window}"),
+            "Key": user_key(user_id, f"{RATE_PREFIX}{counter}{window}"),
             "UpdateExpression": "ADD #count :one SET expires_at = :expires",
             "ConditionExpression": "attribute_not_exists(#count) OR #count < :max",
             "ExpressionAttributeNames": {"#count": "message_count"},
@@ -50,10 +51,10 @@ class RateLimiter:
         }
         transaction.add(RATE_ITEM, "Update", body)
 
-    def refusal(self, limit: RateLimit) -> RateLimitedError:
+    def refusal(self, limit: RateLimit, what: str = "messages") -> RateLimitedError:
         _, ends = self._window(limit)
-        logger.info("Message refused by the rate limit")
-        return RateLimitedError(max(1, math.ceil(ends - self._clock())))
+        logger.info("Refused by the rate limit", extra={"limit": "messages" if what == "messages" else "link_codes"})
+        return RateLimitedError(max(1, math.ceil(ends - self._clock())), what)
 
     def claim_notice(self, user_id: str, limit: RateLimit) -> bool:
         """True the first time it is called in a full window: the one refusal the user is told
