@@ -47,8 +47,11 @@ def _priming_rows(gains: list[dict[str, Any]]) -> list[str]:
         "",
         "A fresh process per run: init, then (primed) the function's before-checkpoint and after-restore",
         "hooks as Lambda runs them around a snapshot, then the first call on a fresh event. The first",
-        "call's own work is its time less its wait on the local servers (shown apart: priming cannot",
-        "change it). Median of the runs, with the smallest and largest in brackets.",
+        "call's own work is its time less its wait on the local servers (botocore's `before-send` to",
+        "`before-parse` of each request, and each request to Twilio's stand-in). That window also holds",
+        "the client's side of a first request (opening the connection pool, the HTTP parser's first",
+        "use), which priming builds too, so priming can shorten the wait as well. Median of the runs,",
+        "with the smallest and largest in brackets.",
         "",
         "| function | first call's own work, unprimed | primed | waiting on the servers, unprimed / primed | "
         "before-checkpoint hook | after-restore hook |",
