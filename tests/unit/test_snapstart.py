@@ -156,3 +156,25 @@ async def test_the_apis_hooks_answer_the_adapter_and_are_not_part_of_the_api(
     bare = create_app(service, account)  # without a primer (the tests' app), no such routes
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=bare), base_url="http://test") as client:
         assert (await client.post(BEFORE_CHECKPOINT_PATH)).status_code == 404
+
+
+def test_the_sms_workers_own_primer_primes_offline_through_its_composition(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The worker as Lambda builds it: its clients point at AWS itself (no local endpoint, dummy
+    credentials), so a single request leaving the process would fail the priming."""
+    hooks: list[Any] = []
+    runtime = types.ModuleType("snapshot_restore_py")
+    runtime.register_before_snapshot = hooks.append  # type: ignore[attr-defined]
+    runtime.register_after_restore = hooks.append  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "snapshot_restore_py", runtime)
+    monkeypatch.delitem(sys.modules, "functions.sms_worker.app", raising=False)
+    import functions.sms_worker.app  # noqa: F401 - registers the hooks
+
+    before, after = hooks
+    before()
+    after()
+    assert "Priming failed" not in caplog.text
+    [primed] = [r for r in caplog.records if r.getMessage() == "Primed for the snapshot"]
+    assert primed.model_calls == 4  # type: ignore[attr-defined]
+    assert "twilio.rest.api.v2010.account.message" in sys.modules  # Twilio's message API, imported ahead
