@@ -10,6 +10,7 @@ import base64
 import json
 import re
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -96,7 +97,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(401, 20003, "Authenticate")
             return
         to, from_, body = form.get("To", ""), form.get("From", ""), form.get("Body", "")
-        if not to or not from_ or not body:
+        emulator.attempts += 1
+        if emulator.delay_s:
+            time.sleep(emulator.delay_s)
+        if emulator.transient:  # an overloaded or failing Twilio, for as many requests as listed
+            status = emulator.transient.pop(0)
+            self._error(status, 20429 if status == 429 else 20500, "Try again later", {"Retry-After": "0"})
+        elif to in emulator.refusals:  # a number Twilio cannot deliver to (21211, 21614, ...)
+            self._error(400, emulator.refusals[to], "The 'To' number cannot receive this message")
+        elif not to or not from_ or not body:
             self._error(400, 21602, "Message body, To and From are required")
         elif sms_length(body) > SMS_BODY_LIMIT:
             self._error(400, 21617, "The concatenated message body exceeds the 1600 character limit")
@@ -107,12 +116,14 @@ class _Handler(BaseHTTPRequestHandler):
             emulator.record(sent)
             self._json(201, {"sid": f"SM{uuid.uuid4().hex}", "to": to, "from": from_, "body": body, "status": "queued"})
 
-    def _error(self, status: int, code: int, message: str) -> None:
-        self._json(status, {"code": code, "message": message, "more_info": "", "status": status})
+    def _error(self, status: int, code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self._json(status, {"code": code, "message": message, "more_info": "", "status": status}, headers)
 
-    def _json(self, status: int, payload: dict[str, Any]) -> None:
+    def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -140,6 +151,10 @@ class TwilioEmulator:
         self.account_sid = account_sid
         self.auth_token = auth_token
         self.opted_out: set[str] = set()
+        self.refusals: dict[str, int] = {}  # number -> the Twilio error code a send to it gets
+        self.transient: list[int] = []  # HTTP statuses (429, 5xx) the next sends get, one each
+        self.delay_s = 0.0  # how long each send waits before it is answered
+        self.attempts = 0  # sends received, answered or not
         self._sent: list[SentSms] = []
         self._lock = threading.Condition()
         self._server = _TwilioHTTPServer((host, port), self)

@@ -25,6 +25,7 @@ from onboarding.composition import build_api
 from onboarding.config import Settings
 from onboarding.model.errors import StoreError
 from onboarding.redaction import RedactingFormatter
+from onboarding.snapstart import Primer
 from onboarding.turns import Turn, TurnService
 
 # The function's own modules: in Lambda (and `infra.invoke`) its folder is the import root; the
@@ -38,6 +39,12 @@ else:  # pragma: no cover  (the deployed layout)
 E, S = api_errors, api_schemas
 
 logger = Logger(logger_formatter=RedactingFormatter())
+
+# Lambda Web Adapter POSTs to these around a SnapStart snapshot (template.yaml names them in
+# AWS_LWA_SNAPSTART_*_PATH). No API Gateway route leads here, and the adapter answers 403 to any
+# outside request for them.
+BEFORE_CHECKPOINT_PATH = "/_snapstart/before-checkpoint"
+AFTER_RESTORE_PATH = "/_snapstart/after-restore"
 
 # Documents the Cognito ID token API Gateway checks; the app itself never reads the token.
 cognito_token = HTTPBearer(auto_error=False, description="A Cognito user pool ID token (checked by API Gateway).")
@@ -149,8 +156,20 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _failure_response(failure)
 
 
-def create_app(service: TurnService, account: AccountService) -> FastAPI:
-    """The app for `service` and `account` (tests pass their own)."""
+def _install_snapstart_hooks(app: FastAPI, primer: Primer) -> None:
+    @app.post(BEFORE_CHECKPOINT_PATH, include_in_schema=False)
+    async def before_checkpoint() -> Response:
+        await primer.prime()  # never raises: an unprimed snapshot is only slower on its first call
+        return Response(status_code=HTTPStatus.NO_CONTENT)
+
+    @app.post(AFTER_RESTORE_PATH, include_in_schema=False)
+    async def after_restore() -> Response:
+        primer.renew()  # a failure here fails the restore (the adapter's rule), rather than serve unrenewed
+        return Response(status_code=HTTPStatus.NO_CONTENT)
+
+
+def create_app(service: TurnService, account: AccountService, primer: Primer | None = None) -> FastAPI:
+    """The app for `service` and `account` (tests pass their own); with `primer`, the SnapStart hooks."""
     app = FastAPI(
         title="Onboarding coach API",
         version="1.0.0",
@@ -251,7 +270,10 @@ def create_app(service: TurnService, account: AccountService) -> FastAPI:
         """Lambda Web Adapter's readiness check."""
         return {"status": "ok"}
 
+    if primer is not None:
+        _install_snapstart_hooks(app, primer)
     return app
 
 
-app = create_app(*build_api(Settings.from_env()))
+_parts = build_api(Settings.from_env())
+app = create_app(_parts.service, _parts.account, _parts.primer)

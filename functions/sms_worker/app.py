@@ -18,11 +18,12 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
-from onboarding.composition import build_idempotency_layer, build_responder
+from onboarding.composition import build_idempotency_layer, build_worker
 from onboarding.config import Settings, WorkerSettings
 from onboarding.redaction import RedactingFormatter
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.responder import SmsResponder
+from onboarding.snapstart import register_runtime_hooks
 
 logger = Logger(logger_formatter=RedactingFormatter())
 
@@ -61,8 +62,11 @@ def make_handler(
 
 
 _sms = WorkerSettings.from_env()
+_parts = build_worker(Settings.from_env(), _sms)
+# SnapStart: primed before the snapshot, renewed after each restore (where the runtime has hooks).
+register_runtime_hooks(_parts.primer)
 lambda_handler = make_handler(
-    build_responder(Settings.from_env(), _sms),
+    _parts.responder,
     build_idempotency_layer(_sms.idempotency_table_name),
     _sms.dedupe_window_s,
 )

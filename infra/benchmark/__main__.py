@@ -2,21 +2,14 @@
 the figures. See infra/benchmark/__init__.py."""
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
 
-from infra.benchmark.cold_start import EVENTS
 from infra.benchmark.dynalite import LocalDynalite
 from infra.benchmark.environment import temporary_environment
+from infra.benchmark.first_calls import fresh_processes, measure_priming
 from infra.benchmark.first_token import measure_first_token
 from infra.benchmark.plots import write_figures, write_latency_plot, write_store_growth_plot
 from infra.benchmark.report import write_report
@@ -24,7 +17,7 @@ from infra.benchmark.sizes import measure_sizes
 from infra.benchmark.stats import percentile
 from infra.benchmark.store_growth import Growth, measure_store_growth
 from infra.benchmark.store_io import measure_turn_costs
-from infra.benchmark.turn_overhead import measure_turn_overhead
+from infra.benchmark.turn_overhead import measure_overhead_runs
 from infra.benchmark.webhook_ack import measure_webhook_ack
 from infra.local_stack import LocalDynamoDB, LocalStack
 
@@ -36,56 +29,10 @@ FUNCTIONS = ["ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"]
 PACED_DELTA_S = 0.005
 
 
-def fresh_event(name: str, sign: Callable[[str, dict[str, str]], str], webhook_url: str) -> dict[str, Any]:
-    """`name`'s sample event with a new message id, so the run does real work instead of being
-    answered from the idempotency record a previous run left (the webhook's is signed again)."""
-    event: dict[str, Any] = json.loads((ROOT / "events" / EVENTS[name]).read_text(encoding="utf-8"))
-    sid = f"SM{uuid.uuid4().hex}"
-    if name == "SmsWebhookFunction":
-        form = dict(parse_qsl(event["body"]))
-        form["MessageSid"] = form["SmsMessageSid"] = sid
-        event["body"] = urlencode(form)
-        event["headers"]["X-Twilio-Signature"] = sign(webhook_url, form)
-    elif name == "SmsWorkerFunction":
-        for record in event["Records"]:
-            body = json.loads(record["body"])
-            record["body"] = json.dumps({**body, "message_id": sid})
-            record["attributes"]["MessageDeduplicationId"] = sid
-    return event
-
-
 def cold_starts(stack: LocalStack, samples: int) -> dict[str, list[dict[str, float]]]:
-    """Seconds of `samples` fresh processes per function: in all, init (import + clients), first call.
-
-    Bytecode is compiled ahead, as the onboarding layer ships it (its Makefile runs compileall):
-    into a cache of this run's own, filled by one discarded process per function first.
-    """
-    results: dict[str, list[dict[str, float]]] = {name: [] for name in FUNCTIONS}
-    with tempfile.TemporaryDirectory() as scratch:
-        env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-        env.update(stack.environment, PYTHONPYCACHEPREFIX=str(Path(scratch) / "pycache"))
-        for run in range(samples + 1):
-            for name in FUNCTIONS:  # interleaved, so machine noise spreads over all functions alike
-                event_path = Path(scratch) / f"{name}.json"
-                event = fresh_event(name, stack.twilio.sign, stack.environment["TWILIO_WEBHOOK_URL"])
-                event_path.write_text(json.dumps(event), encoding="utf-8")
-                output = subprocess.run(  # noqa: S603 - our own interpreter and module
-                    [sys.executable, "-m", "infra.benchmark.cold_start", name, str(event_path)],
-                    cwd=ROOT,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                    check=True,
-                ).stdout
-                phases = json.loads(output.strip().splitlines()[-1])
-                if phases["status"] not in (None, 200) or phases["failed_records"]:
-                    raise RuntimeError(f"{name} did not answer its event: {phases}")
-                if run:  # the first process of each function compiles the bytecode cache
-                    results[name].append(
-                        {key: phases[key] for key in ("seconds", "init_seconds", "first_call_seconds")}
-                    )
-    return results
+    """Seconds of `samples` fresh processes per function: init, first call, its wait on the servers."""
+    runs = fresh_processes(stack, FUNCTIONS, samples)
+    return {name: runs[(name, False)] for name in FUNCTIONS}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,14 +50,20 @@ def main(argv: list[str] | None = None) -> int:
     growth_histories = [20, 200, 500] if args.quick else [20, 100, 500, 1_000, 2_000, 5_000, 10_000]
     samples, posts, cold_samples = (5, 20, 1) if args.quick else (50, 1_000, 10)
     overhead_samples = 5 if args.quick else 50
+    overhead_runs = 2 if args.quick else 5
+    priming_samples = 1 if args.quick else 7
     growth_samples = 3 if args.quick else 30
 
+    # Cold starts on a fresh stack of their own: after the webhook's posts, moto's table walk on
+    # every Query made the first call wait on the server more than it worked.
+    with LocalStack() as cold_stack:
+        colds = cold_starts(cold_stack, cold_samples)
+    priming = measure_priming(["ApiFunction", "SmsWorkerFunction"], priming_samples)
     with LocalStack() as stack:
         # The table's later sections fill it with long histories. moto copies a whole table for every
-        # transaction, so the webhook (a transaction per new number) and the cold starts run first,
-        # on a small table, lest they measure moto's copying instead of our code.
+        # transaction, so the webhook (a transaction per new number) runs first, on a small table,
+        # lest it measure moto's copying instead of our code.
         ack = measure_webhook_ack(stack.twilio.sign, stack.environment["TWILIO_WEBHOOK_URL"], posts)
-        colds = cold_starts(stack, cold_samples)
         print("DynamoDB per turn (one whole turn; context = load + build, the orchestrator's work)")
         print(
             f"{'history':>8} {'reads':>6} {'writes':>7} {'items read':>11} {'bytes read':>11} "
@@ -127,10 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     # Twice: against an instant model (every chunk at once, so all the client's stream work comes
     # after the model's time: the judged figure), and against a stream paced like a fast model's,
     # where that work overlaps the wait for the next chunk, as it does against Bedrock.
-    with LocalStack() as overhead_stack:
-        overhead = measure_turn_overhead(overhead_stack.bedrock, overhead_samples)
-    with LocalStack(chunk_delay_s=PACED_DELTA_S) as paced_stack:
-        paced = measure_turn_overhead(paced_stack.bedrock, overhead_samples)
+    # Several runs, each on a fresh stack: one run's median moves from run to run.
+    overhead = measure_overhead_runs(overhead_runs, overhead_samples)
+    paced = measure_overhead_runs(overhead_runs, overhead_samples, PACED_DELTA_S)
     # Its own stack with the HTTP gateway (whose queue poller would otherwise answer the webhook
     # section's texts while it is being timed).
     # One user sends every turn, more than the rate limit lets through a minute: it is off here.
@@ -145,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
             f"\nPer-turn overhead outside the model, {label}, median of {figure.samples} turns: "
             f"turn {figure.turn_p50_ms:.1f} ms, "
             f"model {figure.model_p50_ms:.1f} ms, overhead {figure.overhead_p50_ms:.1f} ms; "
-            f"bare DynamoDB calls {figure.bare_p50_ms:.1f} ms; ratio {figure.ratio:.2f}x (goal <= 1.25x); "
-            f"the turn's requests, replayed bare: {replayed}"
+            f"bare DynamoDB calls {figure.bare_p50_ms:.1f} ms; ratio {figure.ratio:.2f}x "
+            f"(median of {len(figure.runs)} runs, {min(figure.ratios):.2f}-{max(figure.ratios):.2f}x; goal <= 1.25x, "
+            f"{'met' if figure.ratio <= 1.25 else 'missed'}); the turn's requests, replayed bare: {replayed}"
         )
     print(
         f"\nFirst token over SSE (local gateway), median of {first.samples} turns: client {first.client_p50_ms:.1f} ms "
@@ -161,14 +114,22 @@ def main(argv: list[str] | None = None) -> int:
         f"the rest p50 {percentile(ack.outside_servers_ms, 50):.1f} ms, "
         f"p99 {percentile(ack.outside_servers_ms, 99):.1f} ms"
     )
-    print(f"\nCold start (fresh process: import + clients + first call), median of {cold_samples}")
+    print(f"\nCold start (fresh process on a fresh stack: import + clients + first call), median of {cold_samples}")
     for name, runs in colds.items():
         seconds = [run["seconds"] for run in runs]
         init = statistics.median(run["init_seconds"] for run in runs)
         first_call = statistics.median(run["first_call_seconds"] for run in runs)
+        waited = statistics.median(run["first_call_server_seconds"] for run in runs)
         print(
             f"{name:<20} {statistics.median(seconds):.2f} s (min {min(seconds):.2f}, max {max(seconds):.2f}); "
-            f"init {init:.2f} s, first call {first_call:.2f} s"
+            f"init {init:.2f} s, first call {first_call:.2f} s (of which waiting on the servers {waited:.2f} s)"
+        )
+    print(f"\nSnapStart priming: the first call's own work (waiting on the servers apart), median of {priming_samples}")
+    for gain in priming:
+        print(
+            f"{gain.function:<20} unprimed {gain.unprimed_own}, primed {gain.primed_own}; "
+            f"servers {gain.unprimed_server.median_ms:.1f} / {gain.primed_server.median_ms:.1f} ms; "
+            f"before-checkpoint hook {gain.prime_hook}, after-restore hook {gain.restore_hook}"
         )
     sizes = measure_sizes() if args.sizes or not args.quick else "skipped: --quick (add --sizes to run sam build)"
     print("\nDeployment size, unzipped, with the function's own layers (goal <= 120 MB each; Lambda's limit 250 MB)")
@@ -186,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         write_store_growth_plot(growths, out / "benchmark-store-growth.png")
         cold_seconds = {name: [run["seconds"] for run in runs] for name, runs in colds.items()}
         write_latency_plot(ack, cold_seconds, out / "benchmark-latency.png")
-        figures = {"store_growth": growths, "overhead": overhead, "overhead_paced": paced}
+        figures: dict[str, Any] = {"store_growth": growths, "overhead": overhead.summary()}
+        figures["overhead_paced"] = paced.summary()
+        figures["priming"] = priming
         figures |= {"paced_delta_s": PACED_DELTA_S, "first_token": first, "cold_start_s": colds}
         figures["deployment_sizes"] = sizes
         figures["turn_costs"] = turn_costs

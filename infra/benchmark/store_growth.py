@@ -18,6 +18,7 @@ build context, the orchestrator's work) is timed on both here as well.
 """
 
 import asyncio
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -125,6 +126,7 @@ def _peer_limit(upper: int) -> int:
 
 
 WARM_UP_TURNS = 2  # connections and code paths warm up before the clock counts
+SHUFFLE_SEED = 17  # a fixed seed: each round's order differs, the run can be repeated exactly
 
 
 class _Point:
@@ -194,8 +196,13 @@ def _measure_points(
     points: list[_Point], orchestrator: OnboardingAgentOrchestrator, traffic: TableTraffic, samples: int
 ) -> None:
     """Round by round, one turn of each store and one context build at every history length, so a
-    machine that slows down or speeds up meanwhile affects every length alike and the ratios hold."""
+    machine that slows down or speeds up meanwhile affects every length alike and the ratios hold.
+    The lengths come in a new order each round: in a fixed order, each length always followed the
+    same one (our 10,000-message turn always right after the peer's heaviest), and what a turn
+    leaves behind (garbage to collect, a cold cache) always fell on the same length."""
     loop = asyncio.new_event_loop()  # one loop, as the API's server keeps one
+    order = list(points)
+    shuffler = random.Random(SHUFFLE_SEED)  # noqa: S311 - an order of measurement, not a secret
 
     def build_context(user_id: str) -> None:
         loop.run_until_complete(orchestrator.get_current_agent(user_id))
@@ -203,7 +210,8 @@ def _measure_points(
     try:
         for round_number in range(WARM_UP_TURNS + samples):
             counted = round_number >= WARM_UP_TURNS
-            for point in points:
+            shuffler.shuffle(order)
+            for point in order:
                 ours_ms, ours_io = _timed(point.our_turn, traffic)
                 context_ms, _ = _timed(partial(build_context, point.user_id), traffic)
                 peer_ms, peer_io = _timed(point.peer_turn, traffic)

@@ -15,13 +15,14 @@ import asyncio
 import copy
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import boto3
 from botocore import xform_name
 
 from infra.bedrock_emulator import BedrockEmulator
+from infra.local_stack import LocalStack
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.persistence.keys import USER_PREFIX
@@ -128,3 +129,74 @@ def measure_turn_overhead(emulator: BedrockEmulator, samples: int) -> Overhead:
         statistics.median(bares) * 1000,
         {name: count / samples for name, count in requests_per_turn.items()},
     )
+
+
+@dataclass(frozen=True)
+class OverheadRuns:
+    """The overhead measured in several runs, each on a stack of its own: the figure is the median
+    run, with the spread of the runs, since one run's median moves from run to run on a shared machine."""
+
+    runs: list[Overhead]
+
+    @property
+    def ratios(self) -> list[float]:
+        return [run.ratio for run in self.runs]
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.ratios)
+
+    @property
+    def samples(self) -> int:
+        return self.runs[0].samples
+
+    def _median(self, attribute: str) -> float:
+        return float(statistics.median(getattr(run, attribute) for run in self.runs))
+
+    @property
+    def turn_p50_ms(self) -> float:
+        return self._median("turn_p50_ms")
+
+    @property
+    def model_p50_ms(self) -> float:
+        return self._median("model_p50_ms")
+
+    @property
+    def overhead_p50_ms(self) -> float:
+        return self._median("overhead_p50_ms")
+
+    @property
+    def bare_p50_ms(self) -> float:
+        return self._median("bare_p50_ms")
+
+    @property
+    def requests_per_turn(self) -> dict[str, float]:
+        names = {name for run in self.runs for name in run.requests_per_turn}
+        return {name: statistics.mean(run.requests_per_turn.get(name, 0.0) for run in self.runs) for name in names}
+
+    def summary(self) -> dict[str, Any]:
+        """What benchmark.json keeps: the median run's figures, each run's, and the spread."""
+        return {
+            "samples": self.samples,
+            "runs": len(self.runs),
+            "turn_p50_ms": self.turn_p50_ms,
+            "model_p50_ms": self.model_p50_ms,
+            "overhead_p50_ms": self.overhead_p50_ms,
+            "bare_p50_ms": self.bare_p50_ms,
+            "ratio": self.ratio,
+            "ratio_min": min(self.ratios),
+            "ratio_max": max(self.ratios),
+            "ratios": self.ratios,
+            "requests_per_turn": self.requests_per_turn,
+            "per_run": [asdict(run) | {"ratio": run.ratio} for run in self.runs],
+        }
+
+
+def measure_overhead_runs(runs: int, samples: int, chunk_delay_s: float = 0.0) -> OverheadRuns:
+    """`runs` runs of `measure_turn_overhead`, each against a fresh local stack (a fresh table, so
+    moto's table walk costs every run alike)."""
+    measured = []
+    for _ in range(runs):
+        with LocalStack(chunk_delay_s=chunk_delay_s) as stack:
+            measured.append(measure_turn_overhead(stack.bedrock, samples))
+    return OverheadRuns(measured)

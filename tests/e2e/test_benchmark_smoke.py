@@ -44,6 +44,7 @@ def test_the_quick_benchmark_runs_and_a_turn_costs_one_read_and_two_writes(tmp_p
         out,
     )
     assert [label for label, *_ in overheads] == ["an instant model", "a model pausing 5 ms a chunk"]
+    assert len(re.findall(r"ratio [\d.]+x \(median of 2 runs, [\d.]+-[\d.]+x; goal <= 1.25x, (met|missed)\)", out)) == 2
     for _, _, overhead, bare, _ in overheads:
         assert float(overhead) > 0
         assert float(bare) > 0
@@ -52,7 +53,21 @@ def test_the_quick_benchmark_runs_and_a_turn_costs_one_read_and_two_writes(tmp_p
     assert first is not None
     assert float(first[1]) >= float(first[2]) > 0  # the client cannot get the token before the model sends it
     for function in ("ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"):
-        assert re.search(rf"^{function}\s+[\d.]+ s .*; init [\d.]+ s, first call [\d.]+ s$", out, flags=re.MULTILINE)
+        cold = re.search(
+            rf"^{function}\s+[\d.]+ s .*; init [\d.]+ s, first call ([\d.]+) s \(of which waiting on the servers "
+            r"([\d.]+) s\)$",
+            out,
+            flags=re.MULTILINE,
+        )
+        assert cold is not None, function
+        assert float(cold[1]) >= float(cold[2])  # the wait is part of the first call
+    for function in ("ApiFunction", "SmsWorkerFunction"):  # both sides measured, and both hooks ran
+        assert re.search(
+            rf"^{function}\s+unprimed [\d.]+ ms \([\d.]+-[\d.]+\), primed [\d.]+ ms .*before-checkpoint hook "
+            r"[\d.]+ ms .*after-restore hook [\d.]+ ms",
+            out,
+            flags=re.MULTILINE,
+        ), function
     for server in ("moto server", "dynalite"):
         section = out.split(f"Store cost per turn vs history, {server}")[1].split("\n\n")[0]
         growth = re.findall(

@@ -150,3 +150,30 @@ def test_the_worker_sends_through_the_configured_twilio_account_and_rereads_the_
         time.sleep(1.1)
         assert answer("SM2") == {"batchItemFailures": []}
         assert len(twilio.sent) == 2
+
+
+@observes("worker.twilio_send_attempts", "worker.twilio_timeout_s")
+def test_the_worker_takes_its_twilio_attempts_and_timeout_from_the_environment(
+    sms_environment: Callable[[str, str], None], emulator: BedrockEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = "AC" + "2" * 32
+    with TwilioEmulator(account_sid=sid, auth_token=TOKEN) as twilio:
+        monkeypatch.setenv("TWILIO_ACCOUNT_SID", sid)
+        monkeypatch.setenv("TWILIO_API_BASE_URL", twilio.url)
+        monkeypatch.setenv("TWILIO_SEND_ATTEMPTS", "4")
+        monkeypatch.setenv("TWILIO_TIMEOUT_S", "0.5")
+        handler = fresh("functions.sms_worker.app").lambda_handler
+
+        def answer(message_id: str) -> dict[str, Any]:
+            request = SmsTurnRequest(
+                message_id=message_id, user_id="u", from_phone=PHONE, to_phone="+15550000000", text="Hi"
+            )
+            context = LocalLambdaContext(function_name="SmsWorkerFunction", aws_request_id=message_id)
+            return dict(handler(sqs_event(sqs_record(request)), context))
+
+        twilio.transient = [503, 503, 503]  # the default three tries would all meet one
+        assert answer("SM1") == {"batchItemFailures": []}
+        assert twilio.attempts == 4
+        twilio.delay_s = 1.0  # over the configured timeout, well under the default 10 s
+        assert answer("SM2")["batchItemFailures"]
+        assert twilio.attempts == 5  # a read that timed out is not tried again: it may have been sent

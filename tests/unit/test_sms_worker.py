@@ -214,3 +214,52 @@ def test_a_retry_after_a_failed_send_stores_nothing_twice_and_sends_once(
     responder = SmsResponder(service, store, sender)
     assert asyncio.run(responder.respond(request("SM1", "Hi coach"))) == 0
     assert len(twilio.sent) == 1
+
+
+@pytest.mark.parametrize("code", [21211, 21614, 30003, 30005, 30006])
+def test_a_permanent_twilio_error_is_recorded_once_and_not_retried(
+    handler: Handler,
+    twilio: TwilioEmulator,
+    store: Repositories,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    code: int,
+) -> None:
+    """A retry would meet the same answer and hold the person's later texts back in their FIFO group."""
+    twilio.refusals[PHONE] = code
+    record = sqs_record(request("SM1", "Hi"))
+    assert call(handler, sqs_event(record))["batchItemFailures"] == []
+    assert twilio.attempts == 1  # neither the HTTP client nor the queue tries again
+    [record_log] = [r for r in caplog.records if r.getMessage() == "Reply undeliverable; not retried"]
+    assert record_log.twilio_error == code  # type: ignore[attr-defined]
+    printed = capsys.readouterr().out
+    assert '"SmsUndeliverable"' in printed  # the metric's EMF line
+    assert PHONE not in printed + caplog.text
+    owner = store.phones.find_owner(PHONE)
+    assert owner is None or not owner.opted_out  # only 21610 is an opt-out
+
+
+def test_transient_twilio_answers_are_retried_with_backoff_and_the_text_goes_out(
+    handler: Handler, twilio: TwilioEmulator
+) -> None:
+    twilio.transient = [429, 503]
+    assert call(handler, sqs_event(sqs_record(request("SM1", "Hi"))))["batchItemFailures"] == []
+    assert twilio.attempts == 3
+    assert len(twilio.sent) == 1
+
+
+def test_a_twilio_outage_beyond_the_attempts_fails_the_record_for_the_queue_to_retry(
+    handler: Handler, twilio: TwilioEmulator
+) -> None:
+    twilio.transient = [500, 502, 503]
+    record = sqs_record(request("SM1", "Hi"))
+    assert call(handler, sqs_event(record))["batchItemFailures"] == [{"itemIdentifier": record["messageId"]}]
+    assert twilio.attempts == 3
+    assert twilio.sent == []
+
+
+def test_an_unreachable_twilio_is_a_send_error_without_its_address(twilio: TwilioEmulator) -> None:
+    sender = TwilioSender(twilio.account_sid, lambda: twilio.auth_token, "http://127.0.0.1:9", attempts=2)
+    with pytest.raises(SendError, match="could not be reached") as raised:
+        sender.send(PHONE, OUR_NUMBER, "hello")
+    assert raised.value.__suppress_context__

@@ -8,7 +8,7 @@ LangChain inside themselves, so the SMS webhook, which never calls the model, ne
 """
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import boto3
 from botocore.config import Config
@@ -20,16 +20,18 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
     from aws_lambda_powertools.utilities.parameters import SSMProvider
     from langchain_core.language_models import BaseChatModel
+    from mypy_boto3_dynamodb import DynamoDBClient
 
     from onboarding.account import AccountService
     from onboarding.orchestrator import OnboardingAgentOrchestrator
     from onboarding.sms.intake import SmsIntake
     from onboarding.sms.responder import SmsResponder
+    from onboarding.snapstart import Primer
     from onboarding.turns import TurnService
 
 
-def build_repositories(settings: Settings) -> Repositories:
-    client = boto3.client(
+def _table_client(settings: Settings) -> "DynamoDBClient":
+    return boto3.client(
         "dynamodb",
         region_name=settings.region,
         config=Config(
@@ -38,7 +40,10 @@ def build_repositories(settings: Settings) -> Repositories:
             read_timeout=settings.dynamodb_read_timeout_s,
         ),
     )
-    return Repositories.over(client, settings.table_name, settings)
+
+
+def build_repositories(settings: Settings) -> Repositories:
+    return Repositories.over(_table_client(settings), settings.table_name, settings)
 
 
 def build_orchestrator(
@@ -50,14 +55,16 @@ def build_orchestrator(
     return OnboardingAgentOrchestrator(store.conversations, llm or build_chat_model(settings), settings)
 
 
-def build_turn_service(settings: Settings, store: Repositories | None = None) -> "TurnService":
+def build_turn_service(
+    settings: Settings, store: Repositories | None = None, llm: "BaseChatModel | None" = None
+) -> "TurnService":
     from onboarding.llm.chat_model import build_chat_model
     from onboarding.llm.resilience import CircuitBreaker
     from onboarding.llm.summarizer import Summarizer
     from onboarding.turns import TurnService
 
     store = store or build_repositories(settings)
-    llm = build_chat_model(settings)
+    llm = llm or build_chat_model(settings)
     return TurnService(
         build_orchestrator(settings, store, llm),
         store,
@@ -72,10 +79,30 @@ def build_account(settings: Settings, store: Repositories) -> "AccountService":
     return AccountService(store, settings)
 
 
-def build_api(settings: Settings) -> tuple["TurnService", "AccountService"]:
-    """What the mobile API needs: the turn service and the account service, over one client."""
-    store = build_repositories(settings)
-    return build_turn_service(settings, store), build_account(settings, store)
+class ApiParts(NamedTuple):
+    service: "TurnService"
+    account: "AccountService"
+    primer: "Primer"
+
+
+def _model_parts(
+    settings: Settings, also: Callable[[], None] | None = None
+) -> tuple[Repositories, "BaseChatModel", "Primer"]:
+    """The table, the model, and a SnapStart primer over the very clients they use."""
+    from onboarding.llm.chat_model import build_chat_model
+    from onboarding.snapstart import Primer
+
+    client = _table_client(settings)
+    store = Repositories.over(client, settings.table_name, settings)
+    llm = build_chat_model(settings)
+    return store, llm, Primer(settings, store, llm, [client, llm.client], also)  # type: ignore[attr-defined]
+
+
+def build_api(settings: Settings) -> ApiParts:
+    """What the mobile API needs: the turn service and the account service, over one client, and
+    the primer its SnapStart hooks call."""
+    store, llm, primer = _model_parts(settings)
+    return ApiParts(build_turn_service(settings, store, llm), build_account(settings, store), primer)
 
 
 def build_parameters() -> "SSMProvider":
@@ -113,16 +140,24 @@ def build_intake(settings: Settings, sms: WebhookSettings) -> "SmsIntake":
     return SmsIntake(build_repositories(settings).phones, queue)
 
 
-def build_responder(settings: Settings, sms: WorkerSettings) -> "SmsResponder":
-    """The worker's responder: the turn service, the phone directory and Twilio's sender."""
-    from onboarding.sms.responder import SmsResponder
-    from onboarding.sms.sender import TwilioSender
+class WorkerParts(NamedTuple):
+    responder: "SmsResponder"
+    primer: "Primer"
 
-    store = build_repositories(settings)
+
+def build_worker(settings: Settings, sms: WorkerSettings) -> WorkerParts:
+    """The worker's responder (the turn service, the phone directory and Twilio's sender) and the
+    primer its SnapStart hooks call."""
+    from onboarding.sms.responder import SmsResponder
+    from onboarding.sms.sender import TwilioSender, prime_twilio
+
+    store, llm, primer = _model_parts(settings, also=prime_twilio)
     parameters = build_parameters()
     sender = TwilioSender(
         sms.twilio_account_sid,
         lambda: twilio_auth_token(parameters, sms.twilio_auth_token_parameter, sms.parameter_max_age_s),
         sms.twilio_api_base_url,
+        sms.twilio_send_attempts,
+        sms.twilio_timeout_s,
     )
-    return SmsResponder(build_turn_service(settings, store), store, sender)
+    return WorkerParts(SmsResponder(build_turn_service(settings, store, llm), store, sender), primer)

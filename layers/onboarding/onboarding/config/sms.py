@@ -45,6 +45,10 @@ class WorkerSettings(_FromEnv):
     twilio_account_sid: str = Field(min_length=1)
     twilio_auth_token_parameter: str = Field(min_length=1)
     twilio_api_base_url: str | None = Field(default=None, pattern=r"^https?://")
+    # Tries of one send when Twilio answers 429/5xx or cannot be reached (then the queue retries),
+    # and how long one request to Twilio may take.
+    twilio_send_attempts: int = Field(default=3, ge=1, le=10)
+    twilio_timeout_s: float = Field(default=10.0, gt=0, le=60)
     dedupe_window_s: int = Field(default=24 * 3600, ge=300)
     parameter_max_age_s: int = Field(default=300, ge=1)
 
@@ -53,6 +57,8 @@ class WorkerSettings(_FromEnv):
         "twilio_account_sid": "TWILIO_ACCOUNT_SID",
         "twilio_auth_token_parameter": "TWILIO_AUTH_TOKEN_PARAMETER",
         "twilio_api_base_url": "TWILIO_API_BASE_URL",
+        "twilio_send_attempts": "TWILIO_SEND_ATTEMPTS",
+        "twilio_timeout_s": "TWILIO_TIMEOUT_S",
         "dedupe_window_s": "SMS_DEDUPE_WINDOW_S",
         "parameter_max_age_s": "SSM_PARAMETER_MAX_AGE_S",
     }

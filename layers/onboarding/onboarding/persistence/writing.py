@@ -8,7 +8,7 @@ keys are taken. So a taken key is first checked: if the stored item is exactly t
 the write landed, and it is not written again under fresh keys.
 """
 
-import random
+import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -26,6 +26,7 @@ ERASED_CHECK = "not-erased"
 """The name of the erasure guard in a transaction (see `erasure_guard`)."""
 
 _CONFLICT_BACKOFF_S = (0.01, 0.05)  # between tries of a transaction another transaction collided with
+_JITTER = secrets.SystemRandom()  # for spreading retries, not for secrets; avoids the global RNG
 
 
 class MessageStamper:
@@ -97,5 +98,5 @@ def run_once(client: "DynamoDBClient", transaction: Transaction, what: str, prob
         if probe in cancelled.failed and stored_as_written(client, transaction.table, transaction.put_of(probe)):
             return
         if cancelled.conflicted and not cancelled.failed:
-            time.sleep(random.uniform(*_CONFLICT_BACKOFF_S))  # noqa: S311 - jitter, not a secret
+            time.sleep(_JITTER.uniform(*_CONFLICT_BACKOFF_S))
         raise

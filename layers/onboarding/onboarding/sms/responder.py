@@ -4,10 +4,11 @@ import asyncio
 
 from aws_lambda_powertools import Logger
 
+from onboarding.metrics import count_metric
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, UserErasedError
 from onboarding.persistence import Repositories
 from onboarding.sms.messages import SmsTurnRequest
-from onboarding.sms.sender import RecipientOptedOutError, SmsSender
+from onboarding.sms.sender import RecipientOptedOutError, SmsSender, UndeliverableError
 from onboarding.sms.split import split_message
 from onboarding.turns import TurnService
 
@@ -84,6 +85,11 @@ class SmsResponder:
             except RecipientOptedOutError:
                 logger.info("Recipient opted out; recorded, rest of the reply not sent")
                 self._store.phones.set_opted_out(request.from_phone, True)
+                return sent
+            except UndeliverableError as error:
+                # Final: a retry meets the same answer, and would hold the person's later texts back.
+                logger.warning("Reply undeliverable; not retried", extra={"twilio_error": error.code, "parts": sent})
+                count_metric("SmsUndeliverable")
                 return sent
         logger.info("Reply sent", extra={"parts": len(parts)})
         return len(parts)
