@@ -18,11 +18,11 @@ from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import Limits
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import message_texts
-from onboarding.llm.summarizer import transcript_lines
 from onboarding.llm.tools import build_tools
 from onboarding.memory.conversations import conversation_start, is_reset_command
 from onboarding.memory.fold import fold_candidates, fold_due
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
+from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, fit_window, message_tokens, units_of, window_candidates
 from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.messages import Message, ToolCall

@@ -9,6 +9,7 @@ from moto import mock_aws
 
 from infra.bedrock_emulator import BedrockEmulator
 from infra.template import table_create_request
+from infra.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
 from onboarding.config import Settings
 from onboarding.llm.chat_model import build_chat_model
@@ -84,3 +85,10 @@ def sms_queue(dynamodb: object, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.delenv("AWS_ENDPOINT_URL_SQS", raising=False)
     sqs = boto3.client("sqs", region_name="us-east-1")
     return sqs.create_queue(QueueName="sms-turns.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+
+
+@pytest.fixture
+def twilio() -> Iterator[TwilioEmulator]:
+    """The Twilio stand-in on loopback (the SMS worker's sender talks to it over HTTP)."""
+    with TwilioEmulator() as running:
+        yield running

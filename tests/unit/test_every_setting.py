@@ -47,6 +47,9 @@ from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.persistence.codec import state_item
 from onboarding.persistence.keys import client_key, erased_key
+from onboarding.sms.intake import ERASE_NOT_ASKED, SmsIntake
+from onboarding.sms.messages import InboundSms
+from onboarding.sms.queue import TurnQueue
 from onboarding.turn import TurnTimedOutError
 from onboarding.turns import TurnService
 from tests.support.clock import FakeClock
@@ -514,6 +517,24 @@ def test_the_erase_mark_lasts_erased_marker_lifetime_s(dynamodb: Any) -> None:
         mark = dynamodb.get_item(TableName=TABLE, Key=erased_key("u"))["Item"]
         assert abs(int(mark["expires_at"]["N"]) - (now + lifetime)) <= 2
     assert Limits().erased_marker_lifetime_s > 14 * 24 * 3600  # longer than the SMS queue keeps a text
+
+
+@observes("erase_confirmation_window_s")
+def test_an_erase_by_text_is_confirmed_within_erase_confirmation_window_s(dynamodb: Any, sms_queue: str) -> None:
+    clock = FakeClock(1_800_000_000.0)
+    settings = settings_with(erase_confirmation_window_s=120)
+    store = repositories(dynamodb, settings, clock)
+    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), settings, clock=clock)
+
+    def text(sid: str, body: str) -> str | None:
+        return intake.accept(InboundSms(message_id=sid, from_phone="+15551230001", to_phone="+15550000000", body=body))
+
+    assert "within 2 minutes" in str(text("SM1", "DELETE MY DATA"))
+    clock.advance(121)
+    assert text("SM2", "YES DELETE") == ERASE_NOT_ASKED
+    assert "within 2 minutes" in str(text("SM3", "DELETE MY DATA"))
+    clock.advance(119)
+    assert "erased" in str(text("SM4", "YES DELETE"))
 
 
 @observes("message_ttl_days")

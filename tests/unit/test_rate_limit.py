@@ -1,7 +1,6 @@
 """Per-user rate limit: counted in the same write that stores the message, on both channels."""
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -149,12 +148,6 @@ async def test_the_api_answers_429_with_retry_after_and_stores_nothing(
     assert refused.json()["error"] == "rate_limited"
     assert "try again in 50 s" in refused.json()["message"]
     assert contents(limited_store) == ["m0", "m1", "m2"]
-
-
-@pytest.fixture
-def twilio() -> Iterator[TwilioEmulator]:
-    with TwilioEmulator() as running:
-        yield running
 
 
 def test_sms_over_the_limit_gets_one_slow_down_text_per_window(

@@ -16,6 +16,7 @@ from twilio.request_validator import RequestValidator
 from functions.sms_webhook.app import make_handler
 from infra.lambda_runner import LocalLambdaContext
 from infra.twilio_emulator import webhook_form
+from onboarding.config import DEFAULT_LIMITS
 from onboarding.persistence import Repositories
 from onboarding.sms.intake import LINK_REFUSED, LINKED, TEXT_ONLY, SmsIntake
 from onboarding.sms.messages import SmsTurnRequest
@@ -42,7 +43,7 @@ def queued(sms_queue: str) -> Callable[[], list[SmsTurnRequest]]:
 
 @pytest.fixture
 def handler(store: Repositories, sms_queue: str, idempotency_table: str) -> Handler:
-    intake = SmsIntake(store.phones, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
+    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS)
     return make_handler(intake, lambda: TOKEN, lambda: URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
 
 
@@ -236,7 +237,9 @@ def test_a_queue_failure_is_503_and_a_retry_then_goes_through(
 ) -> None:
     form = webhook_form("SM1", PHONE, "hi")
     broken = make_handler(
-        SmsIntake(store.phones, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue + "-missing")),
+        SmsIntake(
+            store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue + "-missing"), DEFAULT_LIMITS
+        ),
         lambda: TOKEN,
         lambda: URL,
         DynamoDBPersistenceLayer(table_name="onboarding-idempotency-test"),
@@ -267,7 +270,7 @@ def test_a_concurrent_duplicate_is_acknowledged_while_the_first_runs(
             return super().accept(sms)
 
     handler = make_handler(
-        ReentrantIntake(store.phones, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue)),
+        ReentrantIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS),
         lambda: TOKEN,
         lambda: URL,
         persistence,
@@ -312,7 +315,7 @@ def test_an_unreadable_auth_token_is_503_and_nothing_is_queued(
     def token() -> str:
         raise GetParameterError("ssm down")
 
-    intake = SmsIntake(store.phones, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
+    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS)
     handler = make_handler(intake, token, lambda: URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
     assert call(handler, event(webhook_form("SM1", PHONE, "hi")))["statusCode"] == 503
     assert queued() == []
@@ -321,7 +324,7 @@ def test_an_unreadable_auth_token_is_503_and_nothing_is_queued(
 def test_an_unreachable_dedupe_table_is_503_and_nothing_is_queued(
     store: Repositories, sms_queue: str, queued: Callable[[], list[SmsTurnRequest]]
 ) -> None:
-    intake = SmsIntake(store.phones, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue))
+    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS)
     missing = DynamoDBPersistenceLayer(table_name="no-such-idempotency-table")
     handler = make_handler(intake, lambda: TOKEN, lambda: URL, missing)
     assert call(handler, event(webhook_form("SM1", PHONE, "hi")))["statusCode"] == 503

@@ -1,7 +1,7 @@
 """The SMS worker: answers in order per user, splits long replies, handles opt-outs and failures per record."""
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,12 +24,6 @@ from tests.support.sqs_events import sqs_event, sqs_record
 PHONE = "+15551230001"
 OUR_NUMBER = "+15550000000"
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-
-
-@pytest.fixture
-def twilio() -> Iterator[TwilioEmulator]:
-    with TwilioEmulator() as running:
-        yield running
 
 
 def sender_for(twilio: TwilioEmulator) -> TwilioSender:

@@ -132,12 +132,12 @@ def build_idempotency_layer(table_name: str) -> "DynamoDBPersistenceLayer":
 
 
 def build_intake(settings: Settings, sms: WebhookSettings) -> "SmsIntake":
-    """The webhook's intake: phone owners, opt-outs, links, and the queue. No LangChain."""
+    """The webhook's intake: phone owners, opt-outs, links, erasing by text, and the queue. No LangChain."""
     from onboarding.sms.intake import SmsIntake
     from onboarding.sms.queue import TurnQueue
 
     queue = TurnQueue(boto3.client("sqs", region_name=settings.region), sms.queue_url)
-    return SmsIntake(build_repositories(settings).phones, queue)
+    return SmsIntake(build_repositories(settings), queue, settings)
 
 
 class WorkerParts(NamedTuple):

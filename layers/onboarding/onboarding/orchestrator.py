@@ -18,8 +18,8 @@ from langchain_core.language_models import BaseChatModel
 from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import DEFAULT_LIMITS, Limits
 from onboarding.context import OnboardingAgentContext
-from onboarding.llm.summarizer import transcript_lines
 from onboarding.memory.conversations import conversation_start
+from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, window_candidates
 from onboarding.metrics import count_metric
 from onboarding.model.errors import StoreError

@@ -69,6 +69,7 @@ class Limits(_FromEnv):
     # or hours, not weeks.
     client_record_lifetime_s: int = Field(default=7 * 24 * 3600, ge=3600)
     link_code_lifetime_s: int = Field(default=600, ge=60, le=24 * 3600)
+    erase_confirmation_window_s: int = Field(default=600, ge=60, le=24 * 3600)  # DELETE MY DATA, then YES DELETE
     link_codes_per_window: int = Field(default=5, ge=1, le=1000)  # phone-link codes a user may create...
     link_code_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)  # ... in this many seconds
     profile_value_chars: int = Field(default=300, ge=20, le=4000)
@@ -112,6 +113,7 @@ class Limits(_FromEnv):
         "max_asks": "MAX_ASKS",
         "max_tool_rounds": "MAX_TOOL_ROUNDS",
         "link_code_lifetime_s": "LINK_CODE_LIFETIME_S",
+        "erase_confirmation_window_s": "ERASE_CONFIRMATION_WINDOW_S",
         "link_codes_per_window": "LINK_CODE_RATE_LIMIT",
         "link_code_window_s": "LINK_CODE_RATE_WINDOW_S",
         "model_first_backoff_s": "BEDROCK_RETRY_FIRST_BACKOFF_S",

@@ -12,30 +12,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from onboarding.llm.prompts import SUMMARY_SYSTEM_PROMPT, render_summary_request
-from onboarding.memory.tokens import count_tokens
+from onboarding.memory.transcript import cap_summary, transcript_lines
 from onboarding.model.messages import Message
 from onboarding.model.records import ConversationSummary
-
-
-def transcript_lines(messages: Sequence[Message]) -> list[str]:
-    """The messages to fold as `Client:` / `Coach:` lines; tool calls and results are left out
-    (what they saved is in agent_context and the profile already)."""
-    lines: list[str] = []
-    for message in messages:
-        text = " ".join(message.content.split())
-        if message.role == "user" and text:
-            lines.append(f"Client: {text}")
-        elif message.role == "assistant" and text:
-            lines.append(f"Coach: {text}")
-    return lines
-
-
-def cap_summary(text: str, max_tokens: int) -> str:
-    """The summary within `max_tokens`: whole lines, the oldest dropped first."""
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    while lines and count_tokens("\n".join(lines)) > max_tokens:
-        lines.pop(0)
-    return "\n".join(lines)
 
 
 class Summarizer:

@@ -96,11 +96,16 @@ class ClaimedTurn:
 
 @dataclass(frozen=True)
 class PhoneOwner:
-    """The user a phone number belongs to, and whether the number opted out of SMS."""
+    """The user a phone number belongs to, and whether the number opted out of SMS.
+    `merge_from`: the SMS-only user whose memory joins this user since the phone was linked (set
+    until the merge is done). `erase_requested_until`: the person texted DELETE MY DATA and may
+    confirm until then (epoch seconds)."""
 
     phone: str
     user_id: str
     opted_out: bool
+    merge_from: str | None = None
+    erase_requested_until: int | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from onboarding.config import Limits
 from onboarding.persistence.conversation import ConversationRepository
 from onboarding.persistence.erasure import Eraser
+from onboarding.persistence.merging import PartitionMerger
 from onboarding.persistence.phones import PhoneDirectory
 from onboarding.persistence.rate_limit import RateLimiter
 from onboarding.persistence.turn_writes import TurnWriter
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConversationRepository",
     "Eraser",
+    "PartitionMerger",
     "PhoneDirectory",
     "RateLimiter",
     "Repositories",
@@ -41,6 +43,7 @@ class Repositories:
     phones: PhoneDirectory
     rate_limits: RateLimiter
     erasure: Eraser
+    merger: PartitionMerger
 
     @classmethod
     def over(
@@ -53,4 +56,5 @@ class Repositories:
             phones=PhoneDirectory(client, table_name, limits, rate_limits, clock),
             rate_limits=rate_limits,
             erasure=Eraser(client, table_name, limits, clock),
+            merger=PartitionMerger(client, table_name, limits, clock),
         )

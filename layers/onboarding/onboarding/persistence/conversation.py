@@ -100,6 +100,14 @@ class ConversationRepository:
             items = self._client.query(**request).get("Items", [])
         return _memory_of(items)
 
+    def load_summary(self, user_id: str) -> ConversationSummary | None:
+        """The rolling summary, read consistently."""
+        with store_call("could not read the summary"):
+            item = self._client.get_item(
+                TableName=self._table, Key=user_key(user_id, SUMMARY_SORT_KEY), ConsistentRead=True
+            ).get("Item")
+        return parse_summary(item) if item else None
+
     def history_page(self, user_id: str, limit: int, cursor: str | None = None) -> HistoryPage:
         """One page of the user's messages, newest first, continuing after `cursor`."""
         start = user_key(user_id, decode_cursor(cursor)) if cursor else None

@@ -11,6 +11,7 @@ from aws_lambda_powertools import Logger
 from onboarding.config import Limits, RateLimit
 from onboarding.model.errors import StoreError
 from onboarding.model.records import LinkCode, PhoneOwner
+from onboarding.model.users import is_sms_only
 from onboarding.persistence.calls import (
     ConditionFailed,
     KeyCollision,
@@ -63,8 +64,15 @@ class PhoneDirectory:
         if item is None:
             return None
         try:
-            return PhoneOwner(phone, item["user_id"]["S"], item.get("opted_out", {}).get("BOOL", False))
-        except (KeyError, TypeError) as error:
+            erase_until = item.get("erase_requested_until", {}).get("N")
+            return PhoneOwner(
+                phone,
+                item["user_id"]["S"],
+                item.get("opted_out", {}).get("BOOL", False),
+                merge_from=item.get("merge_from", {}).get("S"),
+                erase_requested_until=int(erase_until) if erase_until else None,
+            )
+        except (KeyError, TypeError, ValueError) as error:
             raise StoreError("the phone number's owner item is malformed") from error
 
     def find_or_create_owner(self, phone: str, new_user_id: Callable[[], str]) -> PhoneOwner:
@@ -123,16 +131,28 @@ class PhoneDirectory:
                 "ExpressionAttributeValues": {":user": {"S": user_id}, ":now": {"N": str(now)}},
             },
         )
-        self._link_transaction(phone, user_id, previous, transaction)
+        # What the number told us by text before it was linked joins the app user's memory
+        # (onboarding.linking); recorded on the owner until that is done, so it can be finished later.
+        merge_from = (
+            previous.user_id if previous and previous.user_id != user_id and is_sms_only(previous.user_id) else None
+        )
+        self._link_transaction(phone, user_id, previous, transaction, merge_from)
         try:
             transaction.run(self._client, "could not link the phone number")
         except TransactionCancelled as cancelled:
             if CODE_ITEM in cancelled.failed:
                 return None  # used (or expired) between our read and the transaction
             raise StoreError("the phone number's owner changed while linking it") from cancelled
-        return PhoneOwner(phone, user_id, previous.opted_out if previous else False)
+        return PhoneOwner(phone, user_id, previous.opted_out if previous else False, merge_from=merge_from)
 
-    def _add_owner(self, transaction: Transaction, phone: str, user_id: str, previous: PhoneOwner | None) -> None:
+    def _add_owner(
+        self,
+        transaction: Transaction,
+        phone: str,
+        user_id: str,
+        previous: PhoneOwner | None,
+        merge_from: str | None = None,
+    ) -> None:
         """The owner item naming `user_id`, conditional on the owner not having changed since read."""
         condition: dict[str, Any] = (
             {
@@ -144,18 +164,53 @@ class PhoneDirectory:
         )
         opted_out = previous.opted_out if previous else False
         item = {**phone_key(phone), "user_id": {"S": user_id}, "opted_out": {"BOOL": opted_out}}
+        if merge_from is not None:
+            item["merge_from"] = {"S": merge_from}
         transaction.add(OWNER_ITEM, "Put", {"Item": item, **condition})
 
     def _link_transaction(
-        self, phone: str, user_id: str, previous: PhoneOwner | None, transaction: Transaction | None = None
+        self,
+        phone: str,
+        user_id: str,
+        previous: PhoneOwner | None,
+        transaction: Transaction | None = None,
+        merge_from: str | None = None,
     ) -> Transaction:
         """The writes that move `phone` to `user_id`, conditional on its owner not having changed."""
         transaction = transaction or Transaction(self._table)
-        self._add_owner(transaction, phone, user_id, previous)
+        self._add_owner(transaction, phone, user_id, previous, merge_from)
         transaction.add("contact", "Put", {"Item": contact_key(user_id, phone)})
         if previous and previous.user_id != user_id:
             transaction.add("old-contact", "Delete", {"Key": contact_key(previous.user_id, phone)})
         return transaction
+
+    def merge_done(self, phone: str, merged_user_id: str) -> None:
+        """Record that the memory of `merged_user_id` has joined the phone's owner."""
+        try:
+            with store_call("could not record the finished merge"):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=phone_key(phone),
+                    UpdateExpression="REMOVE merge_from",
+                    ConditionExpression="merge_from = :merged",
+                    ExpressionAttributeValues={":merged": {"S": merged_user_id}},
+                )
+        except ConditionFailed:
+            pass  # finished already (by the worker or an earlier try)
+
+    def request_erase(self, phone: str, until_s: int) -> None:
+        """The person texted DELETE MY DATA: they may confirm until `until_s` (epoch seconds)."""
+        try:
+            with store_call("could not record the erase request"):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=phone_key(phone),
+                    UpdateExpression="SET erase_requested_until = :until",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeValues={":until": {"N": str(until_s)}},
+                )
+        except ConditionFailed as error:
+            raise StoreError("could not record the erase request: the number is unknown") from error
 
     def set_opted_out(self, phone: str, opted_out: bool) -> None:
         """Record an SMS opt-out (STOP) or opt-in (START) for a number we know."""

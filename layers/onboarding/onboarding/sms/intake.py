@@ -1,15 +1,20 @@
-"""Owns what the webhook does with a text, without the model: opt-outs, phone links, and queueing the turn."""
+"""Owns what the webhook does with a text, without the model: opt-outs, phone links, erasing by
+text, and queueing the turn."""
 
 import re
-import uuid
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from aws_lambda_powertools import Logger
 
+from onboarding.config import Limits
+from onboarding.linking import PhoneLinking
+from onboarding.model.records import PhoneOwner
 from onboarding.model.text import is_blank
+from onboarding.model.users import new_sms_user_id
+from onboarding.persistence import Repositories
 from onboarding.persistence.keys import normalize_link_code
-from onboarding.persistence.phones import PhoneDirectory
 from onboarding.sms.messages import InboundSms, OptOut, SmsTurnRequest
 from onboarding.sms.queue import TurnQueue
 
@@ -20,6 +25,16 @@ _LINK_REQUEST = re.compile(r"^\s*LINK\s+(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 LINKED = "Linked! Texts from this phone now continue your conversation from the app."
 LINK_REFUSED = "That link code is not valid or has expired. Get a new one in the app and text LINK <code>."
 TEXT_ONLY = "I can only read text messages. Please type your answer."
+ERASE_KEYWORD, ERASE_CONFIRMATION = "DELETE MY DATA", "YES DELETE"
+ERASE_ASK = (
+    "This erases everything I have stored for you: our messages, your answers and your profile. It "
+    "can't be undone. To confirm, reply YES DELETE within {minutes} minutes."
+)
+ERASE_NOT_ASKED = "To erase everything I have stored for you, first text DELETE MY DATA."
+ERASE_DONE = (
+    "Done: your data is erased ({messages} messages, {saved} saved items, {phones} phone link). "
+    "Text me anytime to start fresh."
+)
 
 
 # Carrier keywords Twilio acts on itself (default opt-out handling); only an exact, whole-text match
@@ -42,19 +57,28 @@ def keyword_of(sms: InboundSms, opted_out: bool) -> OptOut | None:
     return _KEYWORDS.get(word)
 
 
-def new_sms_user_id() -> str:
-    return f"sms-{uuid.uuid4()}"
+def _words(text: str) -> str:
+    return " ".join(text.upper().split())
 
 
 class SmsIntake:
     """Decides what a text needs. Returns the immediate reply to send back, if any."""
 
     def __init__(
-        self, phones: PhoneDirectory, queue: TurnQueue, new_user_id: Callable[[], str] = new_sms_user_id
+        self,
+        store: Repositories,
+        queue: TurnQueue,
+        limits: Limits,
+        new_user_id: Callable[[], str] = new_sms_user_id,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        self._phones = phones
+        self._store = store
+        self._phones = store.phones
         self._queue = queue
+        self._limits = limits
+        self._linking = PhoneLinking(store, limits)
         self._new_user_id = new_user_id
+        self._clock = clock
 
     def accept(self, sms: InboundSms) -> str | None:
         owner = self._phones.find_or_create_owner(sms.from_phone, self._new_user_id)
@@ -71,6 +95,8 @@ class SmsIntake:
         if (link := _LINK_REQUEST.match(sms.body)) is not None and normalize_link_code(link.group(1)):
             # Only "LINK" and a code-shaped word: "link me up with a plan" is for the coach.
             return self._link(sms.from_phone, link.group(1))
+        if (erase_reply := self._erase_request(sms, owner)) is not None:
+            return erase_reply
         if is_blank(sms.body):
             return TEXT_ONLY
         self._queue.send(
@@ -86,8 +112,26 @@ class SmsIntake:
         return None
 
     def _link(self, phone: str, code: str) -> str:
-        if self._phones.link_by_code(phone, code) is None:
+        if self._linking.link(phone, code) is None:
             logger.info("Phone link refused: unknown, expired or used code")
             return LINK_REFUSED
         logger.info("Phone linked to an app user")
         return LINKED
+
+    def _erase_request(self, sms: InboundSms, owner: PhoneOwner) -> str | None:
+        """DELETE MY DATA asks for a confirmation; YES DELETE within the window erases the number's
+        user (everything, as DELETE /me does) and answers with what was erased. Anything else:
+        None (not an erase request)."""
+        words, now = _words(sms.body), int(self._clock())
+        if words == ERASE_KEYWORD:
+            window = self._limits.erase_confirmation_window_s
+            self._phones.request_erase(sms.from_phone, now + window)
+            logger.info("Erase requested by text; waiting for the confirmation")
+            return ERASE_ASK.format(minutes=max(1, window // 60))
+        if words != ERASE_CONFIRMATION:
+            return None
+        if owner.erase_requested_until is None or owner.erase_requested_until < now:
+            return ERASE_NOT_ASKED
+        report = self._store.erasure.erase(owner.user_id)
+        logger.info("Erased by text", extra={"erased_items": report.total})
+        return ERASE_DONE.format(messages=report.messages, saved=report.state_items, phones=report.phone_numbers)

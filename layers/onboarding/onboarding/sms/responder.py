@@ -4,6 +4,7 @@ import asyncio
 
 from aws_lambda_powertools import Logger
 
+from onboarding.linking import PhoneLinking
 from onboarding.metrics import count_metric
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, UserErasedError
 from onboarding.persistence import Repositories
@@ -38,8 +39,10 @@ class SmsResponder:
             logger.info("Queued text from a number that opted out since; not answered")
             return 0
         # The number's owner now: a phone linked to an app account while its text waited in the
-        # queue continues that account's conversation.
+        # queue continues that account's conversation, with what it texted before joined to it.
         user_id = owner.user_id if owner is not None else request.user_id
+        if owner is not None and owner.merge_from is not None:
+            await asyncio.to_thread(PhoneLinking(self._store, self._service.limits).finish_merge, owner)
         try:
             # Twilio's MessageSid identifies the turn: a retried text is stored and answered once.
             turn = await self._service.start_turn(user_id, request.text, request.message_id, request.received_at)

@@ -1,0 +1,123 @@
+"""Owns the table side of joining an SMS-only user to an app user: reading the SMS partition,
+copying its messages and message-id records, and writing the merged state, profile and summary
+(the rules are `memory.merging`; the steps are `onboarding.linking`)."""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from onboarding.config import Limits
+from onboarding.model.errors import MemoryChangedError
+from onboarding.model.messages import Message
+from onboarding.model.profile import UserProfile
+from onboarding.model.records import ConversationSummary, Memory
+from onboarding.model.state import OnboardingState
+from onboarding.persistence.calls import Transaction, TransactionCancelled
+from onboarding.persistence.codec import (
+    parse_message,
+    parse_profile,
+    parse_state,
+    parse_summary,
+    profile_item,
+    state_item,
+    summary_item,
+    version_of,
+)
+from onboarding.persistence.keys import (
+    CLIENT_PREFIX,
+    MESSAGE_PREFIX,
+    PROFILE_SORT_KEY,
+    STATE_SORT_KEY,
+    SUMMARY_SORT_KEY,
+    partition,
+)
+from onboarding.persistence.partitions import batch_write, partition_items
+from onboarding.persistence.writing import versioned_put
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+Item = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class JoiningPartition:
+    """What an SMS-only user has stored: the items to copy, their memory and their messages."""
+
+    copies: tuple[Item, ...]  # MSG# and CLIENT# items, as stored
+    memory: Memory
+    summary: ConversationSummary | None
+    messages: tuple[Message, ...]  # oldest first
+
+
+class PartitionMerger:
+    def __init__(
+        self, client: "DynamoDBClient", table_name: str, limits: Limits, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._client = client
+        self._table = table_name
+        self._attempts = limits.erase_batch_attempts
+        self._clock = clock
+
+    def read(self, user_id: str) -> JoiningPartition:
+        items = partition_items(self._client, self._table, user_id, "could not read the texted conversation")
+        by_key = {item["sk"]["S"]: item for item in items}
+        state, profile = by_key.get(STATE_SORT_KEY), by_key.get(PROFILE_SORT_KEY)
+        summary = by_key.get(SUMMARY_SORT_KEY)
+        now = self._clock()
+        messages = [
+            m for sk, item in by_key.items() if sk.startswith(MESSAGE_PREFIX) if (m := parse_message(item, now))
+        ]
+        return JoiningPartition(
+            copies=tuple(item for sk, item in by_key.items() if sk.startswith((MESSAGE_PREFIX, CLIENT_PREFIX))),
+            memory=Memory(
+                state=(parse_state(state) if state else None) or OnboardingState(),
+                profile=(parse_profile(profile) if profile else None) or UserProfile(),
+                state_version=version_of(state),
+                profile_version=version_of(profile),
+            ),
+            summary=parse_summary(summary) if summary else None,
+            messages=tuple(sorted(messages, key=lambda m: m.message_id)),
+        )
+
+    def copy(self, user_id: str, copies: tuple[Item, ...]) -> None:
+        """The items into `user_id`'s partition under the same sort keys (message ids are unique
+        across users, so nothing is overwritten; copying again writes the same items)."""
+        puts = [{"PutRequest": {"Item": {**item, "pk": partition(user_id)}}} for item in copies]
+        batch_write(self._client, self._table, puts, self._attempts, "could not copy the texted conversation")
+
+    def write_merged(
+        self,
+        user_id: str,
+        read: Memory,
+        read_summary: ConversationSummary | None,
+        state: OnboardingState,
+        profile: UserProfile,
+        summary: ConversationSummary | None,
+    ) -> None:
+        """The merged state, profile and summary, in one transaction, each only if unchanged since
+        `read` (MemoryChangedError otherwise: a turn of the app user saved meanwhile)."""
+        now = self._clock()
+        transaction = Transaction(self._table)
+        transaction.add(
+            "state", "Put", versioned_put(state_item(user_id, state, now, read.state_version + 1), read.state_version)
+        )
+        new_profile = profile_item(user_id, profile, now, read.profile_version + 1)
+        transaction.add("profile", "Put", versioned_put(new_profile, read.profile_version))
+        if summary is not None:
+            unchanged: dict[str, Any] = (
+                {
+                    "ConditionExpression": "through = :read",
+                    "ExpressionAttributeValues": {":read": {"S": read_summary.through_message_id}},
+                }
+                if read_summary
+                else {"ConditionExpression": "attribute_not_exists(sk)"}
+            )
+            transaction.add("summary", "Put", {"Item": summary_item(user_id, summary, now), **unchanged})
+        try:
+            transaction.run(self._client, "could not store the joined memory")
+        except TransactionCancelled as cancelled:
+            if cancelled.failed or cancelled.conflicted:
+                raise MemoryChangedError("the app user's memory changed while the phone was joined") from None
+            raise
