@@ -309,7 +309,9 @@ async def test_a_reply_that_cannot_be_saved_is_503_without_a_stream(client: http
 
 
 async def test_an_unexpected_failure_is_500_in_the_error_shape(service: TurnService, account: AccountService) -> None:
-    async def broken(user_id: str, message: str, client_message_id: str | None = None, received_at: Any = None) -> Any:
+    async def broken(
+        user_id: str, message: str, client_message_id: str | None = None, received_at: Any = None, channel: str = ""
+    ) -> Any:
         raise ValueError("Failed to create agent")  # what the orchestrator raises (spec)
 
     service.start_turn = broken  # type: ignore[method-assign]

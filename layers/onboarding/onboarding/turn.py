@@ -30,12 +30,14 @@ from onboarding.model.errors import (
     MessageOverBudgetError,
     ModelUnavailableError,
     StoreError,
+    UserErasedError,
 )
 from onboarding.model.messages import Message
 from onboarding.model.records import ClaimedTurn, TurnCommit
 from onboarding.model.text import is_blank
 from onboarding.orchestrator import PreparedTurn
 from onboarding.persistence import Repositories
+from onboarding.telemetry import TurnLedger, counting, fold_accounted, turn_responded
 
 logger = Logger(child=True)
 
@@ -78,6 +80,21 @@ class TurnTimedOutError(ModelUnavailableError):
     """The model did not finish before the turn's deadline."""
 
 
+_OUTCOMES: tuple[tuple[type[Exception], str], ...] = (
+    (CoachUnavailableError, "coach_unavailable"),
+    (TurnTimedOutError, "timed_out"),
+    (ModelUnavailableError, "model_failed"),
+    (MessageOverBudgetError, "over_budget"),
+    (UserErasedError, "erased"),
+    (StoreError, "store_failed"),
+)
+
+
+def outcome_of(error: Exception) -> str:
+    """The kind of a turn's failure, as `turn_responded` and the TurnFailed metric name it."""
+    return next((kind for cls, kind in _OUTCOMES if isinstance(error, cls)), "internal_error")
+
+
 class Turn:
     """A turn in progress (see the module's docstring)."""
 
@@ -89,11 +106,14 @@ class Turn:
         user_message: Message,
         deadline: Deadline,
         since_ms: int,
+        ledger: TurnLedger,
         client_message_id: str | None = None,
         fixed_reply: str | None = None,
         claimed: ClaimedTurn | None = None,
     ) -> None:
         self._prepared = prepared
+        self._ledger = ledger
+        self._started = False
         self._deps = deps
         self._message = message
         self._deadline = deadline
@@ -106,9 +126,10 @@ class Turn:
         self.result: TurnResult | None = None
 
     @classmethod
-    def replay(cls, deps: TurnDependencies, claimed: ClaimedTurn, deadline: Deadline) -> "Turn":
+    def replay(cls, deps: TurnDependencies, claimed: ClaimedTurn, deadline: Deadline, ledger: TurnLedger) -> "Turn":
         """A repeated delivery of an answered message: the stored reply, without the model."""
-        return cls(None, deps, claimed.user_message.content, claimed.user_message, deadline, 0, claimed=claimed)
+        message = claimed.user_message
+        return cls(None, deps, message.content, message, deadline, 0, ledger, claimed=claimed)
 
     async def _model_wait(self, awaitable: Awaitable[T]) -> T:
         """`awaitable`, cut at the turn's deadline less the time kept for storing the reply."""
@@ -120,8 +141,36 @@ class Turn:
             raise TurnTimedOutError("the coach took too long to answer; please try again") from None
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        if self.result is not None:
+        if self.result is not None or self._started:
             raise RuntimeError("a turn can be streamed only once")
+        self._started = True
+        outcome = "abandoned"  # the client went away mid-reply
+        try:
+            async for chunk in self._run():
+                self._ledger.token_arrived()
+                yield chunk
+            outcome = "replayed" if self.result is not None and self.result.replayed else "completed"
+        except Exception as error:
+            outcome = outcome_of(error)
+            raise
+        finally:
+            self._account(outcome)
+
+    def _account(self, outcome: str) -> None:
+        """The turn's `turn_responded` line and metrics: what its tools saved, tokens, time, capacity."""
+        if self._prepared is not None:
+            agent = self._prepared.agent
+            self._ledger.answer_keys = agent.working.answer_keys
+            self._ledger.tool_calls = sum(len(m.tool_calls) for m in agent.produced)
+            self._ledger.input_tokens, self._ledger.output_tokens = agent.input_tokens, agent.output_tokens
+        turn_responded(self._ledger, outcome)
+
+    async def _store(self, call: Callable[..., T], *args: object) -> T:
+        """A table call of this turn, in a worker thread, counted in the turn's ledger."""
+        with counting(self._ledger):
+            return await asyncio.to_thread(call, *args)
+
+    async def _run(self) -> AsyncIterator[str]:
         if self._prepared is None:
             async for replayed in self._replayed():
                 yield replayed
@@ -214,14 +263,14 @@ class Turn:
                 since_ms=self._since_ms,
             )
             try:
-                committed = await asyncio.to_thread(store.writes.commit_reply, commit)
+                committed = await self._store(store.writes.commit_reply, commit)
                 break
             except MemoryChangedError:
                 logger.info("Another turn saved first; applying this turn's changes again", extra={"try": attempt})
                 count_metric("MemoryWriteConflict")
                 if attempt == attempts:
                     raise StoreError("the onboarding state kept changing while the reply was stored") from None
-                memory = await asyncio.to_thread(store.conversations.load_memory, user_id)
+                memory = await self._store(store.conversations.load_memory, user_id)
                 working = working.rebased(memory.state, memory.profile)
         # A concurrent delivery of the same client message id may have stored its reply first: then
         # that one is the turn's reply, and nothing of this one is stored.
@@ -237,7 +286,9 @@ class Turn:
             return
         try:
             async with asyncio.timeout(self._deadline.left()):
-                await fold_summary(self._deps, self._prepared, (self.user_message, *self._stored), self._since_ms)
+                with counting(ledger := TurnLedger(self._ledger.channel)):
+                    await fold_summary(self._deps, self._prepared, (self.user_message, *self._stored), self._since_ms)
+                fold_accounted(ledger)
         except TimeoutError:
             logger.warning("Summary fold cut at the turn's deadline; the next turn folds instead")
             count_metric("SummaryFoldFailed")

@@ -32,6 +32,7 @@ from onboarding.model.text import is_blank
 from onboarding.orchestrator import OnboardingAgentOrchestrator, degraded_context
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import CLIENT_ID_PATTERN
+from onboarding.telemetry import TurnLedger, counting, turn_received
 from onboarding.turn import Deadline, Turn, TurnDependencies, TurnResult
 
 logger = Logger(child=True)
@@ -81,6 +82,7 @@ class TurnService:
         message: str,
         client_message_id: str | None = None,
         received_at: datetime | None = None,
+        channel: str = "app",
     ) -> Turn:
         """Store the user's message and return the turn, ready to stream the reply.
 
@@ -93,31 +95,34 @@ class TurnService:
         Raises RateLimitedError, storing nothing, when the user is over the rate limit, and
         MessageOverBudgetError when the message alone is over the prompt's token budget.
         """
-        deadline = Deadline(self._limits.turn_deadline_s)
+        deadline, ledger = Deadline(self._limits.turn_deadline_s), TurnLedger(channel)
         if not user_id:
             raise InvalidMessageError("a user id is required")
         self._check(message)
         since_ms = int((received_at or self._deps.clock()).timestamp() * 1000)
         store, rate_limit = self._deps.store, self._limits.rate_limit
-        if client_message_id is None:
-            loaded = await self._load(user_id)
-            user_message = await asyncio.to_thread(
-                store.writes.append_message, user_id, "user", message, rate_limit, since_ms
-            )
-            return self._turn(user_id, loaded, message, user_message, deadline, since_ms)
-        if not CLIENT_ID_PATTERN.match(client_message_id):
-            raise InvalidMessageError("a client message id is 1 to 128 letters, digits or _.:-")
-        try:
-            claimed = await asyncio.to_thread(
-                store.writes.claim_user_message, user_id, client_message_id, message, rate_limit, since_ms
-            )
-        except ClientIdConflictError as error:
-            raise DuplicateMessageIdError(str(error)) from error
-        if claimed.reply is not None:
-            logger.info("Repeated delivery of an answered message; replaying the stored reply")
-            return Turn.replay(self._deps, claimed, deadline)
-        loaded = await self._load(user_id, exclude_message_id=claimed.user_message.message_id)
-        return self._turn(user_id, loaded, message, claimed.user_message, deadline, since_ms, client_message_id)
+        with counting(ledger):
+            if client_message_id is None:
+                loaded = await self._load(user_id)
+                user_message = await asyncio.to_thread(
+                    store.writes.append_message, user_id, "user", message, rate_limit, since_ms
+                )
+                return self._turn(user_id, loaded, message, user_message, deadline, since_ms, ledger)
+            if not CLIENT_ID_PATTERN.match(client_message_id):
+                raise InvalidMessageError("a client message id is 1 to 128 letters, digits or _.:-")
+            try:
+                claimed = await asyncio.to_thread(
+                    store.writes.claim_user_message, user_id, client_message_id, message, rate_limit, since_ms
+                )
+            except ClientIdConflictError as error:
+                raise DuplicateMessageIdError(str(error)) from error
+            if claimed.reply is not None:
+                logger.info("Repeated delivery of an answered message; replaying the stored reply")
+                turn_received(ledger)
+                return Turn.replay(self._deps, claimed, deadline, ledger)
+            loaded = await self._load(user_id, exclude_message_id=claimed.user_message.message_id)
+        user_message = claimed.user_message
+        return self._turn(user_id, loaded, message, user_message, deadline, since_ms, ledger, client_message_id)
 
     async def _load(self, user_id: str, exclude_message_id: str | None = None) -> TurnContext:
         """The turn's one Query; on a failed read, a degraded context (seed 000's degradation)."""
@@ -136,6 +141,7 @@ class TurnService:
         user_message: Message,
         deadline: Deadline,
         since_ms: int,
+        ledger: TurnLedger,
         client_message_id: str | None = None,
     ) -> Turn:
         prepared = self._orchestrator.prepare(user_id, loaded)
@@ -144,4 +150,12 @@ class TurnService:
             logger.info("Reset requested: a new conversation starts")
             step = prepared.agent.agent_type
             fixed_reply = RESET_REPLY_WITH_STEP.format(title=STEP_PROMPTS[step].title.lower())
-        return Turn(prepared, self._deps, message, user_message, deadline, since_ms, client_message_id, fixed_reply)
+        context = prepared.agent.context
+        ledger.step = prepared.agent.agent_type.value
+        ledger.history_messages = len(context.conversation_history)
+        ledger.waiting_for = context.waiting_for.field if context.waiting_for else None
+        ledger.memory_unavailable = loaded.degraded
+        turn_received(ledger)
+        return Turn(
+            prepared, self._deps, message, user_message, deadline, since_ms, ledger, client_message_id, fixed_reply
+        )

@@ -75,6 +75,7 @@ class BaseOnboardingAgent(ABC):
         self.working = self._fresh_working_copy()
         self.produced: list[Message] = []
         """What this turn added after the user's message: tool calls, tool results, the reply."""
+        self.input_tokens = self.output_tokens = 0  # the model's usage over every try of the turn
 
     def _fresh_working_copy(self) -> WorkingCopy:
         state = self.context.onboarding_state(self.agent_type)
@@ -166,6 +167,9 @@ class BaseOnboardingAgent(ABC):
                     yield text
             # Merged once at the end: adding each chunk to the ones before re-merges them all every time.
             gathered = (chunks[0] + chunks[1:]) if chunks else None
+            if gathered is not None and gathered.usage_metadata:
+                self.input_tokens += gathered.usage_metadata.get("input_tokens", 0)
+                self.output_tokens += gathered.usage_metadata.get("output_tokens", 0)
             calls = list(gathered.tool_calls) if gathered is not None else []
             text = _text(gathered)
             if not calls or round_number == self.limits.max_tool_rounds:

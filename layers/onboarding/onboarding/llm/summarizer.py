@@ -15,6 +15,7 @@ from onboarding.llm.prompts import SUMMARY_SYSTEM_PROMPT, render_summary_request
 from onboarding.memory.transcript import cap_summary, transcript_lines
 from onboarding.model.messages import Message
 from onboarding.model.records import ConversationSummary
+from onboarding.telemetry import record_usage
 
 
 class Summarizer:
@@ -34,4 +35,5 @@ class Summarizer:
                 ]
             )
             text = str(reply.text)
+            record_usage(getattr(reply, "usage_metadata", None))
         return ConversationSummary(cap_summary(text or "", self._max_tokens), due[-1].message_id)

@@ -58,6 +58,12 @@ class WorkingCopy:
     def _log(self, operation: str, *args: Any) -> None:
         self._operations.append((operation, args))
 
+    @property
+    def answer_keys(self) -> tuple[str, ...]:
+        """The names of the items this turn saved (names only: telemetry never holds a value)."""
+        keys = [key for op, args in self._operations if op == "save_answers" for key, v in args[0].items() if v]
+        return tuple(dict.fromkeys(keys))
+
     def rebased(self, state: OnboardingState, profile: UserProfile) -> "WorkingCopy":
         """This turn's changes, applied again in order on `state` and `profile` (what another turn
         stored in between). What the tools answered the model is not re-answered: the stored

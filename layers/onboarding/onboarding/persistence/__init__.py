@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from onboarding.config import Limits
+from onboarding.persistence.capacity import count_capacity
 from onboarding.persistence.conversation import ConversationRepository
 from onboarding.persistence.erasure import Eraser
 from onboarding.persistence.merging import PartitionMerger
@@ -49,6 +50,7 @@ class Repositories:
     def over(
         cls, client: "DynamoDBClient", table_name: str, limits: Limits, clock: Callable[[], float] = time.time
     ) -> "Repositories":
+        count_capacity(client)
         rate_limits = RateLimiter(client, table_name, clock)
         return cls(
             conversations=ConversationRepository(client, table_name, clock),

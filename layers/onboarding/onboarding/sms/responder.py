@@ -45,7 +45,9 @@ class SmsResponder:
             await asyncio.to_thread(PhoneLinking(self._store, self._service.limits).finish_merge, owner)
         try:
             # Twilio's MessageSid identifies the turn: a retried text is stored and answered once.
-            turn = await self._service.start_turn(user_id, request.text, request.message_id, request.received_at)
+            turn = await self._service.start_turn(
+                user_id, request.text, request.message_id, request.received_at, channel="sms"
+            )
         except InvalidMessageError:
             logger.info("Queued text refused")
             return self._send([TOO_LONG], request)
