@@ -23,6 +23,7 @@ from typing import Any
 import boto3
 import uvicorn
 
+from infra.errors import LocalToolError
 from infra.lambda_runner import asgi_app, invoke
 from infra.template import load_template, web_adapter_app
 from infra.web_adapter import REQUEST_CONTEXT_HEADER
@@ -233,8 +234,10 @@ class LocalGateway:
         for _ in range(int(timeout_s / 0.05)):
             if self._server.started:
                 return self
+            if not self._thread.is_alive():  # uvicorn gave up (it could not listen): say so now
+                raise LocalToolError(f"the API could not listen on port {self._server.config.port}")
             deadline.wait(0.05)
-        raise RuntimeError("the local gateway did not start")
+        raise LocalToolError(f"the API (port {self._server.config.port}) did not start within {timeout_s:g} s")
 
     def stop(self) -> None:
         self._server.should_exit = True
