@@ -18,10 +18,12 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 import boto3
 import uvicorn
+from aws_lambda_powertools import Logger
 
 from infra.errors import LocalToolError
 from infra.lambda_runner import asgi_app, invoke
@@ -32,6 +34,7 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 PUBLIC_DOCUMENTS = ("/openapi.json", "/docs")
+logger = Logger(service="local-gateway")
 
 
 @dataclass(frozen=True)
@@ -62,9 +65,45 @@ def api_routes() -> list[Route]:
     return routes
 
 
-async def _respond(send: Send, status: int, body: bytes, content_type: str = "application/json") -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type.encode())]})
+async def _respond(
+    send: Send, status: int, body: bytes, content_type: str = "application/json", headers: dict[str, str] | None = None
+) -> None:
+    raw_headers = [(b"content-type", content_type.encode())]
+    raw_headers += [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
     await send({"type": "http.response.body", "body": body})
+
+
+@dataclass(frozen=True)
+class GatewayResponse:
+    """One of API Gateway's own answers, as template.yaml's `GatewayResponses` configure it."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str]
+
+
+# API Gateway's status for each response type the template may leave at its default.
+_DEFAULT_STATUS = {"UNAUTHORIZED": 401, "MISSING_AUTHENTICATION_TOKEN": 403, "DEFAULT_4XX": 400, "DEFAULT_5XX": 500}
+
+
+def gateway_response(response_type: str) -> GatewayResponse:
+    """The answer API Gateway gives for `response_type`, read from template.yaml (the API's
+    `GatewayResponses`, falling back to DEFAULT_4XX / DEFAULT_5XX as API Gateway does)."""
+    configured = load_template()["Resources"]["ChatApi"]["Properties"].get("GatewayResponses", {})
+    status = int(configured.get(response_type, {}).get("StatusCode") or _DEFAULT_STATUS.get(response_type, 500))
+    fallback = configured.get(response_type) or configured.get("DEFAULT_5XX" if status >= 500 else "DEFAULT_4XX", {})
+    body = fallback.get("ResponseTemplates", {}).get("application/json", json.dumps({"message": response_type}))
+    headers = {
+        name: str(value).strip("'")  # a static header value is a quoted literal in the template
+        for name, value in fallback.get("ResponseParameters", {}).get("Headers", {}).items()
+    }
+    return GatewayResponse(status, body.encode(), headers)
+
+
+async def _refuse(send: Send, response_type: str) -> None:
+    response = gateway_response(response_type)
+    await _respond(send, response.status, response.body, headers=response.headers)
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -91,19 +130,15 @@ class GatewayApp:
             await asgi_app(self._documents_from)(scope, receive, send)
             return
         route = self._routes.get((method, path))
-        if route is None:
-            await _respond(
-                send,
-                403 if not any(p == path for _, p in self._routes) else 405,
-                b'{"message":"Missing Authentication Token"}',
-            )
+        if route is None:  # API Gateway answers an unknown path and an unknown method alike
+            await _refuse(send, "MISSING_AUTHENTICATION_TOKEN")
             return
         headers = [(k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() != REQUEST_CONTEXT_HEADER]
         request_context: dict[str, Any] = {"requestId": str(uuid.uuid4()), "stage": "v1", "httpMethod": method}
         if route.authorized:
             user_id = self._bearer(headers)
             if user_id is None:
-                await _respond(send, 401, b'{"message":"Unauthorized"}')
+                await _refuse(send, "UNAUTHORIZED")
                 return
             request_context["authorizer"] = {"claims": {"sub": user_id}}
         if web_adapter_app(route.logical_id) is not None:
@@ -144,7 +179,13 @@ class GatewayApp:
             "body": text,
             "isBase64Encoded": encoded,
         }
-        response = await asyncio.to_thread(invoke, route.logical_id, event)
+        try:
+            response = await asyncio.to_thread(invoke, route.logical_id, event)
+        except Exception:  # a function that raised: API Gateway answers 502, in the DEFAULT_5XX body
+            logger.exception("The local function raised", extra={"function": route.logical_id})
+            refusal = gateway_response("DEFAULT_5XX")
+            await _respond(send, HTTPStatus.BAD_GATEWAY, refusal.body, headers=refusal.headers)
+            return
         body_out = response.get("body") or ""
         raw = base64.b64decode(body_out) if response.get("isBase64Encoded") else body_out.encode()
         out_headers = [(k.lower().encode(), str(v).encode()) for k, v in (response.get("headers") or {}).items()]
