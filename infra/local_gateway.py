@@ -26,7 +26,7 @@ import uvicorn
 from aws_lambda_powertools import Logger
 
 from infra.errors import LocalToolError
-from infra.lambda_runner import asgi_app, invoke
+from infra.lambda_runner import asgi_app, invoke, log_as
 from infra.template import load_template, web_adapter_app
 from infra.web_adapter import REQUEST_CONTEXT_HEADER
 
@@ -127,6 +127,7 @@ class GatewayApp:
             return
         path, method = scope["path"], scope["method"]
         if path in PUBLIC_DOCUMENTS and self._documents_from is not None:
+            log_as(self._documents_from)  # this request's task only
             await asgi_app(self._documents_from)(scope, receive, send)
             return
         route = self._routes.get((method, path))
@@ -142,6 +143,7 @@ class GatewayApp:
                 return
             request_context["authorizer"] = {"claims": {"sub": user_id}}
         if web_adapter_app(route.logical_id) is not None:
+            log_as(route.logical_id)  # this request's task only (uvicorn runs each in a task of its own)
             headers.append((REQUEST_CONTEXT_HEADER.encode(), json.dumps(request_context).encode()))
             await asgi_app(route.logical_id)(scope | {"headers": headers}, receive, send)
             return

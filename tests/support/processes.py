@@ -71,9 +71,12 @@ class RunningStack:
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.ports['api']}"
 
+    stdout: str = ""  # what it printed after its banner, once stopped
+
     def stop(self, signal_number: int = signal.SIGINT) -> tuple[int, str]:
         self.process.send_signal(signal_number)
-        _, stderr = self.process.communicate(timeout=60)
+        stdout, stderr = self.process.communicate(timeout=60)
+        self.stdout = stdout.decode()
         return self.process.returncode, stderr.decode()
 
 
