@@ -6,7 +6,8 @@
 - Authorization stand-in: on routes that need the Cognito authorizer, `Authorization: Bearer <user id>`
   is accepted as that user (no token is verified: this is a local tool, never deployed). It becomes
   the `x-amzn-request-context` header the adapter sends; a client-sent copy is dropped, as there.
-- `/openapi.json` and `/docs` come from the mobile API's app, unauthenticated.
+- `/openapi.json` comes from the mobile API's app, unauthenticated; `/docs` is Swagger UI over it,
+  served from local files (infra/api_docs.py), so it works offline.
 - The SQS poller feeds queued messages to the functions the template subscribes to the queue, in
   batches, deleting the ones the function did not report as failed.
 """
@@ -25,6 +26,7 @@ import boto3
 import uvicorn
 from aws_lambda_powertools import Logger
 
+from infra.api_docs import ASSETS_PATH, DOCS_PATH, asset, docs_page
 from infra.errors import LocalToolError
 from infra.lambda_runner import asgi_app, invoke, log_as
 from infra.template import load_template, web_adapter_app
@@ -33,7 +35,7 @@ from infra.web_adapter import REQUEST_CONTEXT_HEADER
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-PUBLIC_DOCUMENTS = ("/openapi.json", "/docs")
+PUBLIC_DOCUMENTS = ("/openapi.json",)
 logger = Logger(service="local-gateway")
 
 
@@ -84,7 +86,12 @@ class GatewayResponse:
 
 
 # API Gateway's status for each response type the template may leave at its default.
-_DEFAULT_STATUS = {"UNAUTHORIZED": 401, "MISSING_AUTHENTICATION_TOKEN": 403, "DEFAULT_4XX": 400, "DEFAULT_5XX": 500}
+_DEFAULT_STATUS = {
+    "UNAUTHORIZED": 401,
+    "MISSING_AUTHENTICATION_TOKEN": 403,  # nosec B105 - a response type's name, not a secret
+    "DEFAULT_4XX": 400,
+    "DEFAULT_5XX": 500,
+}
 
 
 def gateway_response(response_type: str) -> GatewayResponse:
@@ -126,6 +133,12 @@ class GatewayApp:
         if scope["type"] != "http":
             return
         path, method = scope["path"], scope["method"]
+        if path == DOCS_PATH and method == "GET":
+            await _respond(send, 200, docs_page(), "text/html; charset=utf-8")
+            return
+        if path.startswith(ASSETS_PATH) and method == "GET" and (found := asset(path)) is not None:
+            await _respond(send, 200, found[0], found[1])
+            return
         if path in PUBLIC_DOCUMENTS and self._documents_from is not None:
             log_as(self._documents_from)  # this request's task only
             await asgi_app(self._documents_from)(scope, receive, send)
