@@ -67,3 +67,7 @@ def test_the_quick_benchmark_runs_and_a_turn_costs_one_read_and_two_writes(tmp_p
         assert re.search(r"holds at most \d+ such messages", section)
     for name in ("benchmark-store-growth.png", "benchmark-latency.png", "benchmark.json", "benchmark.md"):
         assert (tmp_path / name).stat().st_size > 0, name
+    # Issue 19, item 9: the figures alone on stdout, the log lines in a file, a progress line on stderr.
+    assert not [line for line in out.splitlines() if line.startswith("{")]
+    assert (tmp_path / "benchmark.log").exists()  # (a quick run may log nothing)
+    assert "benchmark [########################] 100% 8/8 sections" in completed.stderr
