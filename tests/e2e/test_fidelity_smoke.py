@@ -3,11 +3,11 @@ local stack (app, SMS, a reset and an idle gap), every needed fact in every prom
 the window-only baseline misses facts on the same script."""
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.readme import readme_line, run_line, sandbox
 
 pytestmark = pytest.mark.e2e
 
@@ -15,14 +15,9 @@ ROOT = Path(__file__).parents[2]
 
 
 def test_the_quick_fidelity_run_keeps_every_needed_fact_within_the_budget(tmp_path: Path) -> None:
-    completed = subprocess.run(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "infra.fidelity", "--quick", "--out", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    # The README's line as written, in a sandbox folder: the report lands in its .local/.
+    completed = run_line(readme_line("uv run python -m infra.fidelity --quick"), sandbox(tmp_path), timeout_s=600)
+    out_dir = tmp_path / ".local"
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     out = completed.stdout
     ours = re.search(r"\| needed facts in the prompt \| (\d+) / (\d+) \(100\.0 %\) \| (\d+) / \d+", out)
@@ -35,17 +30,17 @@ def test_the_quick_fidelity_run_keeps_every_needed_fact_within_the_budget(tmp_pa
     assert int(sms[1]) >= 3
     png = re.search(r"Plot and per-turn data: (\S+\.png)", out)
     assert png is not None
-    assert Path(png[1]) == tmp_path / "fidelity.png"
-    assert Path(png[1]).read_bytes().startswith(b"\x89PNG")
+    assert tmp_path / png[1] == out_dir / "fidelity.png"
+    assert (tmp_path / png[1]).read_bytes().startswith(b"\x89PNG")
     # Issue 19, item 9: the results only on stdout (the log lines in a file there), progress on stderr.
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
+    assert sorted(p.name for p in out_dir.iterdir()) == [
         "fidelity.json",
         "fidelity.log",
         "fidelity.md",
         "fidelity.png",
     ]
     assert not [line for line in out.splitlines() if line.startswith("{")]
-    assert '"level":"INFO"' in (tmp_path / "fidelity.log").read_text(encoding="utf-8")
+    assert '"level":"INFO"' in (out_dir / "fidelity.log").read_text(encoding="utf-8")
     assert re.search(r"^fidelity \[#+\] 100% (\d+)/\1 turns", completed.stderr, re.MULTILINE)
 
 
