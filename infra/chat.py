@@ -1,31 +1,35 @@
 """Talk to the coach in the terminal, on the embedded local stack (no Docker, no AWS account).
 
-    python -m infra.chat                       # interactive; /quit or Ctrl-D to leave
+    python -m infra.chat                       # interactive; /quit, Ctrl-D or Ctrl-C to leave
     python -m infra.chat --user sam --script conversation.txt   # one message a line
     echo "I'm a beginner" | python -m infra.chat --script -
 
 The conversation is kept in --data-file (default .local/dynamodb.jsonl) and is there again the
-next time you start; --reset deletes it first. With --aws the real AWS account of your
-environment is used instead (TABLE_NAME, AWS_REGION and credentials must be set).
+next time you start. While `python -m infra.local_stack` runs on that file, the chat uses that
+stack instead of starting its own. --reset forgets the --user first (their messages, state,
+profile, phones and link codes); --reset-all forgets every user. With --aws the real AWS account
+of your environment is used instead (TABLE_NAME, AWS_REGION and credentials must be set).
 """
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TextIO
 
 from pydantic import ValidationError
 
-from infra.local_stack import LocalStack
-from onboarding.composition import build_turn_service
+from infra.errors import INTERRUPTED, run_tool
+from infra.local_stack import DEFAULT_DATA_FILE
+from infra.shared_stack import ToolStack, stack_for
+from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, StoreError
 from onboarding.turns import TurnService
 
-DEFAULT_DATA_FILE = Path(".local/dynamodb.jsonl")
 QUIT_COMMANDS = {"/quit", "/exit"}
 
 
@@ -46,60 +50,94 @@ def _script_lines(source: TextIO) -> Iterator[str]:
             yield text
 
 
-async def converse(
+async def _turn(service: TurnService, user_id: str, line: str, out: TextIO) -> None:
+    turn = await service.start_turn(user_id, line)
+    out.write("coach> ")
+    async for chunk in turn:
+        out.write(chunk)
+        out.flush()
+    out.write("\n")
+    await turn.fold_summary()  # after the reply is on screen, as the functions do
+
+
+def converse(
     service: TurnService, user_id: str, lines: Iterable[str], after_turn: Callable[[], None], out: TextIO
 ) -> int:
-    """Run every line as a turn, streaming replies to `out`; returns how many turns failed."""
+    """Run every line as a turn, streaming replies to `out`; returns how many turns failed.
+
+    Each turn runs on one event loop kept for the whole conversation, and the next line is read
+    while no loop runs: a Ctrl-C at the prompt is then a plain KeyboardInterrupt, and one during a
+    reply cancels the turn and ends the loop's work before it propagates."""
     failures = 0
-    for line in lines:
-        if line.strip() in QUIT_COMMANDS:
-            break
-        try:
-            turn = await service.start_turn(user_id, line)
-            out.write("coach> ")
-            async for chunk in turn:
-                out.write(chunk)
-                out.flush()
-            out.write("\n")
-            await turn.fold_summary()  # after the reply is on screen, as the functions do
-        except (InvalidMessageError, ModelUnavailableError, StoreError) as error:
-            failures += 1
-            out.write(f"\n[not sent: {error}]\n")
-        after_turn()
+    with asyncio.Runner() as runner:
+        for line in lines:
+            if line.strip() in QUIT_COMMANDS:
+                break
+            if not line.strip():
+                continue  # an empty Enter sends nothing
+            try:
+                runner.run(_turn(service, user_id, line, out))
+            except (InvalidMessageError, ModelUnavailableError, StoreError) as error:
+                failures += 1
+                out.write(f"\n[not sent: {error}]\n")
+            after_turn()
     return failures
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--user", default="local-user", help="user id to talk as (default: local-user)")
     parser.add_argument(
         "--script", type=argparse.FileType("r", encoding="utf-8"), help="file of messages, one a line ('-' for stdin)"
     )
     parser.add_argument("--data-file", type=Path, default=DEFAULT_DATA_FILE, help="where the local table is kept")
-    parser.add_argument("--reset", action="store_true", help="forget everything stored locally before starting")
+    parser.add_argument("--reset", action="store_true", help="forget the --user before starting")
+    parser.add_argument("--reset-all", action="store_true", help="forget every user in the data file before starting")
     parser.add_argument("--chunk-delay", type=float, default=0.03, help="seconds between the local model's tokens")
     parser.add_argument("--aws", action="store_true", help="use real AWS instead of the local stack")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     arguments = parser.parse_args(argv)
-    if arguments.reset and arguments.data_file.exists():
-        arguments.data_file.unlink()
-    stack = None if arguments.aws else LocalStack(arguments.data_file, arguments.chunk_delay)
-    with stack if stack is not None else nullcontext():
-        try:
-            settings = Settings.from_env()
-        except ValidationError as error:
-            fields = ", ".join(str(item["loc"][0]) for item in error.errors())
-            parser.error(f"configuration is incomplete or invalid ({fields}); see the README's configuration table")
-        service = build_turn_service(settings)
-        if arguments.script is None:
-            print(
-                f"Talking as {arguments.user!r}. Memory is kept in {arguments.data_file} "
-                "(--reset forgets it). /quit to leave."
-            )
-        lines = _script_lines(arguments.script) if arguments.script else _interactive_lines()
-        save = stack.save if stack is not None else (lambda: None)
-        failures = asyncio.run(converse(service, arguments.user, lines, save, sys.stdout))
+    # A terminal conversation, not a Lambda: the per-turn CloudWatch metric lines would only clutter it.
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    if arguments.aws and arguments.reset_all:
+        parser.error("--reset-all forgets everyone in the local data file; it does not work with --aws")
+    stack: AbstractContextManager[ToolStack | None] = (
+        nullcontext() if arguments.aws else stack_for(arguments.data_file, "infra.chat", arguments.chunk_delay)
+    )
+    saved = "Stopped."
+    try:
+        with stack as local:
+            if local is not None:
+                saved = f"Stopped; the conversation is {local.describe_saving()}."
+            try:
+                settings = Settings.from_env()
+            except ValidationError as error:
+                fields = ", ".join(str(item["loc"][0]) for item in error.errors())
+                parser.error(f"configuration is incomplete or invalid ({fields}); see the README's configuration table")
+            store = build_repositories(settings)
+            if arguments.reset_all and local is not None:
+                print(f"Forgetting every user in {arguments.data_file} (--reset-all)...", file=sys.stderr)
+                print(f"Forgot everyone: {local.forget_everyone()} items deleted.", file=sys.stderr)
+            if arguments.reset:
+                report = store.erasure.erase(arguments.user)
+                print(f"Forgot {arguments.user!r}: {report.total} items deleted; other users kept.", file=sys.stderr)
+            service = build_turn_service(settings, store)
+            if arguments.script is None:
+                where = local.describe_saving() if local is not None else f"in the table {settings.table_name}"
+                print(f"Talking as {arguments.user!r}. Memory is {where} (--reset forgets it). /quit to leave.")
+            lines = _script_lines(arguments.script) if arguments.script else _interactive_lines()
+            save = local.save if local is not None else (lambda: None)
+            failures = converse(service, arguments.user, lines, save, sys.stdout)
+    except KeyboardInterrupt:
+        # Reached after the `with` blocks: the turn is cancelled, the table saved, the servers stopped.
+        print(f"\n{saved}", file=sys.stderr)
+        return INTERRUPTED
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tool(main))

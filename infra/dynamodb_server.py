@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -46,11 +47,26 @@ def one_request_at_a_time(app: WsgiApp) -> WsgiApp:
     return serialized
 
 
+def end_with_parent(parent_pid: int, every_s: float = 0.5) -> None:
+    """Exit once `parent_pid` is gone: a stack killed outright (SIGKILL, a crash) cannot stop its
+    server, and an orphan would keep the port (and a stale table) until someone found it."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(every_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-H", "--host", default="127.0.0.1")
     parser.add_argument("-p", "--port", type=int, default=8000)
+    parser.add_argument("--parent-pid", type=int, help="exit when this process (the stack that started us) ends")
     args = parser.parse_args(argv)
+    if args.parent_pid is not None:
+        end_with_parent(args.parent_pid)
     # As moto's own server does: queue URLs carry this port, and a stop signal ends the process cleanly.
     os.environ.setdefault("MOTO_PORT", str(args.port))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

@@ -1,7 +1,11 @@
 """Memory fidelity evaluation: does every prompt hold every fact the current agent needs?
 
-    uv run python -m infra.fidelity            # the full run (about 230 turns), writes docs/fidelity.*
-    uv run python -m infra.fidelity --quick    # a short run into a temporary directory (CI)
+    uv run python -m infra.fidelity            # the full run (about 230 turns, a few minutes)
+    uv run python -m infra.fidelity --quick    # a short run (CI)
+    uv run python -m infra.fidelity --out docs # regenerate the committed docs/fidelity.*
+
+It writes fidelity.md, fidelity.png and fidelity.json to --out (default .local/), its log lines
+to fidelity.log there (-v prints them instead), and shows its progress on stderr.
 
 A scripted client goes through the whole onboarding on the real local stack (the HTTP API and the
 Twilio webhook of template.yaml, DynamoDB on moto's server, Bedrock's emulator through
@@ -32,6 +36,7 @@ import httpx
 
 from infra.bedrock_emulator.server import RecordedRequest
 from infra.local_stack import LocalStack
+from infra.terminal import Progress, logs_to
 from infra.twilio_emulator import post_signed_text
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
@@ -149,8 +154,9 @@ def _step_of(request: RecordedRequest) -> str:
 class Client:
     """The scripted person: talks to the local stack's API and texts its Twilio webhook."""
 
-    def __init__(self, stack: LocalStack) -> None:
+    def __init__(self, stack: LocalStack, progress: Progress | None = None) -> None:
         self.stack = stack
+        self.progress = progress
         self.http = httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {USER}"}, timeout=60)
         self.channel = "app"
         self.records: list[TurnRecord] = []
@@ -177,6 +183,8 @@ class Client:
             record.model_called = False
         self.records.append(record)
         self.last_reply = reply
+        if self.progress is not None:
+            self.progress.advance(note=f"{record.step or 'linking'} by {record.channel}")
         return reply
 
     def _over_app(self, text: str) -> str:
@@ -213,8 +221,14 @@ def _asked_field(reply: str) -> str | None:
     return next((key for question, key in QUESTIONS.items() if question in reply), None)
 
 
-def run_script(stack: LocalStack, small_talk_per_answer: int) -> Client:
-    client = Client(stack)
+def expected_turns(small_talk_per_answer: int) -> int:
+    """About how many turns the script takes (for the progress line): every answer with its small
+    talk, the opening, reset, phone link, gap and closing questions."""
+    return len(ANSWERS) * (1 + small_talk_per_answer) + 10
+
+
+def run_script(stack: LocalStack, small_talk_per_answer: int, progress: Progress | None = None) -> Client:
+    client = Client(stack, progress)
     client.say("Hi! My name is Alexandra")
     client.say("Please call me Alex")
     answered: set[str] = set()
@@ -371,23 +385,36 @@ def table_rows(figures: dict[str, Any]) -> list[str]:
     ]
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="one small-talk turn per answer, into a temp dir")
-    parser.add_argument("--out", type=Path, default=Path("docs"), help="where fidelity.png and .json go")
-    args = parser.parse_args(argv)
+    parser.add_argument("--quick", action="store_true", help="one small-talk turn per answer (CI)")
+    parser.add_argument(
+        "--out", type=Path, default=Path(".local"), help="where fidelity.md, .png, .json and .log go (default .local/)"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="print the log lines instead of writing them")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     os.environ.update({"CONVERSATION_GAP_S": str(GAP_S), "TOKEN_BUDGET": str(TOKEN_BUDGET), "RATE_LIMIT_MESSAGES": "0"})
-    out = Path(tempfile.mkdtemp()) if args.quick else args.out
-    with (
-        tempfile.TemporaryDirectory() as scratch,
-        LocalStack(data_file=Path(scratch) / "table.jsonl", api_port=0) as stack,
-    ):
-        client = run_script(stack, small_talk_per_answer=1 if args.quick else 11)
-        score_baseline(client, build_repositories(Settings.from_env()))
-    figures = summarize(client.records)
-    write_report(client.records, figures, out)
-    print("\n".join(table_rows(figures)))
-    print(f"\nPlot and per-turn data: {out / 'fidelity.png'}, {out / 'fidelity.json'}")
+    out: Path = args.out
+    small_talk = 1 if args.quick else 11
+    log_file = None if args.verbose else out / "fidelity.log"
+    with logs_to(log_file) as console:
+        with (
+            tempfile.TemporaryDirectory() as scratch,
+            LocalStack(data_file=Path(scratch) / "table.jsonl", api_port=0) as stack,
+            Progress("fidelity", expected_turns(small_talk), "turns") as progress,
+        ):
+            client = run_script(stack, small_talk_per_answer=small_talk, progress=progress)
+            score_baseline(client, build_repositories(Settings.from_env()))
+        figures = summarize(client.records)
+        write_report(client.records, figures, out)
+        print("\n".join(table_rows(figures)), file=console)
+        print(f"\nPlot and per-turn data: {out / 'fidelity.png'}, {out / 'fidelity.json'}", file=console)
+        if log_file is not None:
+            print(f"Log lines: {log_file} (-v prints them instead)", file=console)
     return 0 if figures["ours_present"] == figures["fact_checks"] and not figures["turns_over_budget"] else 1
 
 

@@ -15,19 +15,19 @@ import asyncio
 import json
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TextIO
 
-from infra.local_stack import LocalStack
+from infra.errors import run_tool
+from infra.local_stack import DEFAULT_DATA_FILE
+from infra.shared_stack import ToolStack, stack_for
 from onboarding.agents.base import PromptPlan
 from onboarding.composition import build_orchestrator, build_repositories
 from onboarding.config import Settings
 from onboarding.model.frozen import thaw
 from onboarding.orchestrator import PreparedTurn
 
-DEFAULT_DATA_FILE = Path(".local/dynamodb.jsonl")
 _VALUE_LINE = re.compile(r"^(- [^:]+: )(.+)$")
 _PERSONAL_SECTIONS = ("Already known:", "About the client", "Summary of the earlier conversation:")
 
@@ -81,15 +81,6 @@ def render(prepared: PreparedTurn, plan: PromptPlan, personal_data: bool, out: T
     out.write(f"\n=== current message ===\n[user] {show(plan.current)}\n")
 
 
-@contextmanager
-def _environment(use_aws: bool, data_file: Path) -> Iterator[None]:
-    if use_aws:
-        yield
-        return
-    with LocalStack(data_file=data_file):
-        yield
-
-
 async def inspect(settings: Settings, user_id: str, message: str, personal_data: bool, out: TextIO) -> PromptPlan:
     store = build_repositories(settings)
     loaded = await asyncio.to_thread(store.conversations.load_turn, user_id, settings.history_load_limit)
@@ -107,11 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aws", action="store_true", help="read the table of your AWS environment")
     parser.add_argument("--data-file", type=Path, default=DEFAULT_DATA_FILE)
     args = parser.parse_args(argv)
-    with _environment(args.aws, args.data_file):
+    local: AbstractContextManager[ToolStack | None] = (
+        nullcontext() if args.aws else stack_for(args.data_file, "infra.inspect_prompt")
+    )
+    with local:
         settings = Settings.from_env()
         asyncio.run(inspect(settings, args.user_id, args.message, args.personal_data, sys.stdout))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tool(main))

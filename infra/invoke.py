@@ -8,22 +8,29 @@ but in this process and against the embedded local stack: no Docker, no AWS acco
 A function whose handler is a start-up script (the mobile API, behind Lambda Web Adapter) gets the
 event the way the adapter delivers it: as an HTTP request to its ASGI app (see infra.web_adapter).
 
+While `python -m infra.local_stack` (or another local tool) runs on the same --data-file, the
+function runs against that stack, so what it writes is seen there and saved by it; otherwise a
+stack of its own is started on the file for the one call. The sample events are signed for a
+sample webhook URL, which the webhook is told locally (as events/env.local.json does for
+`sam local invoke`).
+
 With `--aws`, no local stack is started and the function talks to whatever AWS the
 environment's credentials and region point at (TABLE_NAME must be set).
 """
 
 import argparse
 import json
+import sys
 from contextlib import nullcontext
 from pathlib import Path
 
+from infra.errors import run_tool
 from infra.lambda_runner import invoke
-from infra.local_stack import LocalStack
+from infra.local_stack import DEFAULT_DATA_FILE, SAMPLE_WEBHOOK_URL
+from infra.shared_stack import stack_for
 
-DEFAULT_DATA_FILE = Path(".local/dynamodb.jsonl")
 
-
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("function", help="logical id in template.yaml, e.g. ApiFunction")
     parser.add_argument("-e", "--event", type=Path, required=True, help="event JSON file")
@@ -31,9 +38,11 @@ def main() -> None:
     parser.add_argument("--aws", action="store_true", help="use real AWS instead of the local stack")
     arguments = parser.parse_args()
     event = json.loads(arguments.event.read_text(encoding="utf-8"))
-    with nullcontext() if arguments.aws else LocalStack(arguments.data_file):
+    local = stack_for(arguments.data_file, "infra.invoke", overrides={"TWILIO_WEBHOOK_URL": SAMPLE_WEBHOOK_URL})
+    with nullcontext() if arguments.aws else local:
         print(json.dumps(invoke(arguments.function, event), indent=2, ensure_ascii=False))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool(main))

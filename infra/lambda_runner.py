@@ -3,6 +3,7 @@ per function (warm afterwards), a context object, and for Lambda Web Adapter fun
 turned into an HTTP request to their ASGI app (see infra.web_adapter)."""
 
 import asyncio
+import contextvars
 import importlib.util
 import os
 import sys
@@ -80,11 +81,35 @@ def asgi_app(logical_id: str) -> Any:
     return getattr(_load_module(logical_id, code_dir, module_name), attribute)
 
 
+def log_as(logical_id: str) -> LocalLambdaContext:
+    """Start an invocation of `logical_id`: its Lambda context, whose keys Powertools' log lines then
+    carry in this thread or task (a context variable; its own copy for each invocation).
+
+    In Lambda each function has a process of its own; here they share one, and Powertools keeps the
+    keys its `inject_lambda_context` sets on a formatter that every logger of the service shares,
+    so without this the API's lines would name whichever function ran last (the SMS worker).
+    """
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+    context = LocalLambdaContext(function_name=logical_id, aws_request_id=str(uuid.uuid4()))
+    LambdaPowertoolsFormatter().thread_safe_append_keys(
+        function_name=context.function_name,
+        function_memory_size=context.memory_limit_in_mb,
+        function_arn=context.invoked_function_arn,
+        function_request_id=context.aws_request_id,
+    )
+    return context
+
+
 def invoke(logical_id: str, event: dict[str, Any]) -> Any:
     """Call the function once with `event`, as `sam local invoke` would."""
+    return contextvars.copy_context().run(_invoke, logical_id, event)
+
+
+def _invoke(logical_id: str, event: dict[str, Any]) -> Any:
+    context = log_as(logical_id)
     if web_adapter_app(logical_id) is not None:
         return asyncio.run(invoke_asgi(asgi_app(logical_id), event))
     code_dir, module_name, function_name = function_handler(logical_id)
     module = _load_module(logical_id, code_dir, module_name)
-    context = LocalLambdaContext(function_name=logical_id, aws_request_id=str(uuid.uuid4()))
     return getattr(module, function_name)(event, context)

@@ -6,7 +6,8 @@
 - Authorization stand-in: on routes that need the Cognito authorizer, `Authorization: Bearer <user id>`
   is accepted as that user (no token is verified: this is a local tool, never deployed). It becomes
   the `x-amzn-request-context` header the adapter sends; a client-sent copy is dropped, as there.
-- `/openapi.json` and `/docs` come from the mobile API's app, unauthenticated.
+- `/openapi.json` comes from the mobile API's app, unauthenticated; `/docs` is Swagger UI over it,
+  served from local files (infra/api_docs.py), so it works offline.
 - The SQS poller feeds queued messages to the functions the template subscribes to the queue, in
   batches, deleting the ones the function did not report as failed.
 """
@@ -18,19 +19,24 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 import boto3
 import uvicorn
+from aws_lambda_powertools import Logger
 
-from infra.lambda_runner import asgi_app, invoke
+from infra.api_docs import ASSETS_PATH, DOCS_PATH, asset, docs_page
+from infra.errors import LocalToolError
+from infra.lambda_runner import asgi_app, invoke, log_as
 from infra.template import load_template, web_adapter_app
 from infra.web_adapter import REQUEST_CONTEXT_HEADER
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-PUBLIC_DOCUMENTS = ("/openapi.json", "/docs")
+PUBLIC_DOCUMENTS = ("/openapi.json",)
+logger = Logger(service="local-gateway")
 
 
 @dataclass(frozen=True)
@@ -61,9 +67,50 @@ def api_routes() -> list[Route]:
     return routes
 
 
-async def _respond(send: Send, status: int, body: bytes, content_type: str = "application/json") -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type.encode())]})
+async def _respond(
+    send: Send, status: int, body: bytes, content_type: str = "application/json", headers: dict[str, str] | None = None
+) -> None:
+    raw_headers = [(b"content-type", content_type.encode())]
+    raw_headers += [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
     await send({"type": "http.response.body", "body": body})
+
+
+@dataclass(frozen=True)
+class GatewayResponse:
+    """One of API Gateway's own answers, as template.yaml's `GatewayResponses` configure it."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str]
+
+
+# API Gateway's status for each response type the template may leave at its default.
+_DEFAULT_STATUS = {
+    "UNAUTHORIZED": 401,
+    "MISSING_AUTHENTICATION_TOKEN": 403,  # nosec B105 - a response type's name, not a secret
+    "DEFAULT_4XX": 400,
+    "DEFAULT_5XX": 500,
+}
+
+
+def gateway_response(response_type: str) -> GatewayResponse:
+    """The answer API Gateway gives for `response_type`, read from template.yaml (the API's
+    `GatewayResponses`, falling back to DEFAULT_4XX / DEFAULT_5XX as API Gateway does)."""
+    configured = load_template()["Resources"]["ChatApi"]["Properties"].get("GatewayResponses", {})
+    status = int(configured.get(response_type, {}).get("StatusCode") or _DEFAULT_STATUS.get(response_type, 500))
+    fallback = configured.get(response_type) or configured.get("DEFAULT_5XX" if status >= 500 else "DEFAULT_4XX", {})
+    body = fallback.get("ResponseTemplates", {}).get("application/json", json.dumps({"message": response_type}))
+    headers = {
+        name: str(value).strip("'")  # a static header value is a quoted literal in the template
+        for name, value in fallback.get("ResponseParameters", {}).get("Headers", {}).items()
+    }
+    return GatewayResponse(status, body.encode(), headers)
+
+
+async def _refuse(send: Send, response_type: str) -> None:
+    response = gateway_response(response_type)
+    await _respond(send, response.status, response.body, headers=response.headers)
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -86,26 +133,30 @@ class GatewayApp:
         if scope["type"] != "http":
             return
         path, method = scope["path"], scope["method"]
+        if path == DOCS_PATH and method == "GET":
+            await _respond(send, 200, docs_page(), "text/html; charset=utf-8")
+            return
+        if path.startswith(ASSETS_PATH) and method == "GET" and (found := asset(path)) is not None:
+            await _respond(send, 200, found[0], found[1])
+            return
         if path in PUBLIC_DOCUMENTS and self._documents_from is not None:
+            log_as(self._documents_from)  # this request's task only
             await asgi_app(self._documents_from)(scope, receive, send)
             return
         route = self._routes.get((method, path))
-        if route is None:
-            await _respond(
-                send,
-                403 if not any(p == path for _, p in self._routes) else 405,
-                b'{"message":"Missing Authentication Token"}',
-            )
+        if route is None:  # API Gateway answers an unknown path and an unknown method alike
+            await _refuse(send, "MISSING_AUTHENTICATION_TOKEN")
             return
         headers = [(k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() != REQUEST_CONTEXT_HEADER]
         request_context: dict[str, Any] = {"requestId": str(uuid.uuid4()), "stage": "v1", "httpMethod": method}
         if route.authorized:
             user_id = self._bearer(headers)
             if user_id is None:
-                await _respond(send, 401, b'{"message":"Unauthorized"}')
+                await _refuse(send, "UNAUTHORIZED")
                 return
             request_context["authorizer"] = {"claims": {"sub": user_id}}
         if web_adapter_app(route.logical_id) is not None:
+            log_as(route.logical_id)  # this request's task only (uvicorn runs each in a task of its own)
             headers.append((REQUEST_CONTEXT_HEADER.encode(), json.dumps(request_context).encode()))
             await asgi_app(route.logical_id)(scope | {"headers": headers}, receive, send)
             return
@@ -143,7 +194,13 @@ class GatewayApp:
             "body": text,
             "isBase64Encoded": encoded,
         }
-        response = await asyncio.to_thread(invoke, route.logical_id, event)
+        try:
+            response = await asyncio.to_thread(invoke, route.logical_id, event)
+        except Exception:  # a function that raised: API Gateway answers 502, in the DEFAULT_5XX body
+            logger.exception("The local function raised", extra={"function": route.logical_id})
+            refusal = gateway_response("DEFAULT_5XX")
+            await _respond(send, HTTPStatus.BAD_GATEWAY, refusal.body, headers=refusal.headers)
+            return
         body_out = response.get("body") or ""
         raw = base64.b64decode(body_out) if response.get("isBase64Encoded") else body_out.encode()
         out_headers = [(k.lower().encode(), str(v).encode()) for k, v in (response.get("headers") or {}).items()]
@@ -233,8 +290,10 @@ class LocalGateway:
         for _ in range(int(timeout_s / 0.05)):
             if self._server.started:
                 return self
+            if not self._thread.is_alive():  # uvicorn gave up (it could not listen): say so now
+                raise LocalToolError(f"the API could not listen on port {self._server.config.port}")
             deadline.wait(0.05)
-        raise RuntimeError("the local gateway did not start")
+        raise LocalToolError(f"the API (port {self._server.config.port}) did not start within {timeout_s:g} s")
 
     def stop(self) -> None:
         self._server.should_exit = True

@@ -20,24 +20,36 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
+from infra.errors import LocalToolError, run_tool, uninterrupted
+from infra.local_data import (
+    DataFileInUseError,
+    DataLock,
+    StackState,
+    atomic_write,
+    read_state,
+    remove_state,
+    write_state,
+)
+from infra.ports import FixedPort, NotAnsweringError, check_answers, check_ports, free_port
 
-from infra.bedrock_emulator import BedrockEmulator
-from infra.local_gateway import LocalGateway, QueuePoller, queue_subscribers
-from infra.template import table_create_request
-from infra.twilio_emulator import TwilioEmulator
+# The servers, boto3 and the gateway are imported when a stack starts, not with this module: so that
+# `python -m infra.local_stack` checks its ports (and says which one is taken) within a second.
+if TYPE_CHECKING:
+    from infra.local_gateway import LocalGateway, QueuePoller
+
+__all__ = ["LOCAL_AWS_ENVIRONMENT", "LocalDynamoDB", "LocalStack", "end_child", "free_port", "wait_until_listening"]
 
 TABLE_LOGICAL_ID = "ConversationTable"
 DEFAULT_TABLE_NAME = "onboarding-memory-local"
+DEFAULT_DATA_FILE = Path(".local/dynamodb.jsonl")
 IDEMPOTENCY_TABLE_NAME = "onboarding-idempotency-local"
 SMS_QUEUE_NAME = "onboarding-sms-local.fifo"
 # The URL the sample events are signed for; with the gateway running, its own /sms replaces it.
@@ -52,16 +64,22 @@ LOCAL_AWS_ENVIRONMENT = {
     "AWS_SECRET_ACCESS_KEY": "local",
     "AWS_SESSION_TOKEN": "local",
 }
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
+# The options of `python -m infra.local_stack` that change each fixed port.
+PORT_OPTIONS = {
+    "dynamodb": ("the local DynamoDB server", "--dynamodb-port"),
+    "bedrock": ("the Bedrock emulator", "--bedrock-port"),
+    "api": ("the API", "--api-port"),
+    "twilio": ("the Twilio stand-in", "--twilio-port"),
+}
+# The first request to a server that was just started: a server that accepts connections and never
+# answers is reported after this, not after botocore's minutes of retries.
+FIRST_ANSWER_TIMEOUT_S = 5.0
 
 
 def wait_until_listening(process: "subprocess.Popen[bytes]", host: str, port: int, timeout_s: float) -> None:
     """Return once a child server accepts connections; RuntimeError if it exits or never does."""
+    import socket
+
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -82,6 +100,7 @@ def end_child(process: "subprocess.Popen[bytes]") -> None:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+            process.wait()
 
 
 class LocalDynamoDB:
@@ -97,21 +116,26 @@ class LocalDynamoDB:
         # A server listening on every interface is still reached through loopback from here.
         return f"http://{'127.0.0.1' if self.host == '0.0.0.0' else self.host}:{self.port}"  # noqa: S104
 
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
     def start(self, timeout_s: float = 30.0) -> "LocalDynamoDB":
         self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "infra.dynamodb_server", "-H", self.host, "-p", str(self.port)],
+            [sys.executable, "-m", "infra.dynamodb_server", "-H", self.host, "-p", str(self.port),
+             "--parent-pid", str(os.getpid())],
             cwd=Path(__file__).parents[1],  # where `infra` is importable from
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             # Its own session: a Ctrl-C in the terminal reaches only us, so the table can still be
-            # saved from the running server before we stop it.
+            # saved from the running server before we stop it. (It ends itself if we die first.)
             start_new_session=True,
-        )
+        )  # fmt: skip
         try:
             wait_until_listening(self._process, self.host, self.port, timeout_s)
         except RuntimeError as error:
             self.stop()
-            raise RuntimeError(f"the local DynamoDB server {error}") from None
+            raise LocalToolError(f"the local DynamoDB server (port {self.port}) {error}") from None
         return self
 
     def stop(self) -> None:
@@ -121,7 +145,12 @@ class LocalDynamoDB:
 
 
 class LocalStack:
-    """Start with `with LocalStack() as stack:`; the process environment then points at it."""
+    """Start with `with LocalStack() as stack:`; the process environment then points at it.
+
+    With `data_file`, the stack owns that file while it runs (see infra/local_data.py): it takes
+    the file's lock (DataFileInUseError if another stack holds it), loads it, publishes its state for
+    other tools to attach to, and saves the table back on `save()` and when it stops, whatever
+    stops it (Ctrl-C included)."""
 
     def __init__(
         self,
@@ -133,14 +162,34 @@ class LocalStack:
         host: str = "127.0.0.1",
         api_port: int | None = None,
         twilio_port: int = 0,
+        command: str = "a local stack",
     ) -> None:
-        """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue."""
+        """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue.
+        Fixed ports are checked before anything starts: PortInUseError names the taken one and its option."""
+        from infra.bedrock_emulator import BedrockEmulator
+        from infra.twilio_emulator import TwilioEmulator
+
+        fixed = {"dynamodb": dynamodb_port, "bedrock": bedrock_port, "api": api_port, "twilio": twilio_port}
+        check_ports(
+            host,
+            [FixedPort(PORT_OPTIONS[name][0], port, PORT_OPTIONS[name][1]) for name, port in fixed.items() if port],
+        )
         self.data_file = data_file
         self.table_name = table_name
         self.host = host
-        self.dynamodb = LocalDynamoDB(host=host, port=dynamodb_port)
-        self.bedrock = BedrockEmulator(host=host, port=bedrock_port, chunk_delay_s=chunk_delay_s)
-        self.twilio = TwilioEmulator(host=host, port=twilio_port)
+        self.command = command
+        self._lock = DataLock(data_file) if data_file is not None else None
+        if data_file is not None and self._lock is not None and not self._lock.try_acquire():
+            raise _in_use(data_file)
+        self._loaded = False
+        try:
+            self.dynamodb = LocalDynamoDB(host=host, port=dynamodb_port)
+            self.bedrock = BedrockEmulator(host=host, port=bedrock_port, chunk_delay_s=chunk_delay_s)
+            self.twilio = TwilioEmulator(host=host, port=twilio_port)
+        except BaseException:
+            if self._lock is not None:
+                self._lock.release()
+            raise
         self.api_port = None if api_port is None else (api_port or free_port(host))
         self.sms_queue_url = ""
         self._gateway: LocalGateway | None = None
@@ -170,8 +219,8 @@ class LocalStack:
         }
 
     def __enter__(self) -> "LocalStack":
-        self.dynamodb.start()
         try:
+            self.dynamodb.start()
             self.bedrock.start()
             self.twilio.start()
             self._create_resources()
@@ -180,48 +229,98 @@ class LocalStack:
                 os.environ[name] = value
             self._load()
             if self.api_port is not None:
+                from infra.local_gateway import LocalGateway, QueuePoller, queue_subscribers
+
                 self._gateway = LocalGateway(self.host, self.api_port).start()
                 self._pollers = [
                     QueuePoller(logical_id, self.sms_queue_url).start() for logical_id in queue_subscribers("SmsQueue")
                 ]
+            if self.data_file is not None:
+                write_state(self.data_file, self.state())
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
+    def state(self) -> StackState:
+        """What other tools need to attach to this stack."""
+        return StackState(
+            pid=os.getpid(),
+            command=self.command,
+            environment=self.environment,
+            twilio_url=self.twilio.url,
+            api_url=None if self.api_port is None else self.api_url,
+            children=[pid for pid in (self.dynamodb.pid,) if pid is not None],
+        )
+
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        try:
-            if exc_type is None:
-                self.save()
-        finally:
-            for poller in self._pollers:
-                poller.stop()
-            if self._gateway is not None:
-                self._gateway.stop()
-            self.twilio.stop()
-            self.bedrock.stop()
-            self.dynamodb.stop()
-            for name, value in self._saved_env.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+        with uninterrupted():
+            try:
+                if self.data_file is not None:
+                    remove_state(self.data_file)  # first, so that no tool attaches to a stack that is stopping
+                if self._loaded:  # a stack that failed before loading its file must not overwrite it
+                    self._save_or_warn()
+            finally:
+                for poller in self._pollers:
+                    poller.stop()
+                if self._gateway is not None:
+                    self._gateway.stop()
+                self.twilio.stop()
+                self.bedrock.stop()
+                self.dynamodb.stop()
+                for name, value in self._saved_env.items():
+                    if value is None:
+                        os.environ.pop(name, None)
+                    else:
+                        os.environ[name] = value
+                if self._lock is not None:
+                    self._lock.release()
 
-    def _client(self, service: str = "dynamodb") -> Any:
+    def _save_or_warn(self) -> None:
+        try:
+            self.save()
+        except Exception as error:  # the file keeps its last save; say so instead of a traceback
+            print(
+                f"warning: could not save the table to {self.data_file} ({error}); it keeps its last save",
+                file=sys.stderr,
+            )
+
+    def _client(self, service: str = "dynamodb", first: bool = False) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        # The first request to a fresh server gets one short try, so a server that never answers is
+        # reported in seconds; later ones botocore's usual retries.
+        config = (
+            Config(read_timeout=FIRST_ANSWER_TIMEOUT_S, connect_timeout=2, retries={"total_max_attempts": 1})
+            if first
+            else None
+        )
         return boto3.client(  # type: ignore[call-overload]
             service,
             region_name=LOCAL_REGION,
             endpoint_url=self.dynamodb.url,
             aws_access_key_id="local",
             aws_secret_access_key="local",  # noqa: S106 - the local server's dummy credentials
+            config=config,
         )
 
     def _create_resources(self) -> None:
         """The template's tables and queue, and the secret the SMS functions read."""
+        from botocore.exceptions import BotoCoreError
+
+        from infra.template import table_create_request
+
+        try:
+            check_answers(
+                self.dynamodb.url, f"the local DynamoDB server (port {self.dynamodb.port})", FIRST_ANSWER_TIMEOUT_S
+            )
+            self._client(first=True).create_table(**table_create_request(TABLE_LOGICAL_ID, self.table_name))
+        except (NotAnsweringError, BotoCoreError) as error:
+            raise LocalToolError(str(error)) from None
         dynamodb = self._client()
-        dynamodb.create_table(**table_create_request(TABLE_LOGICAL_ID, self.table_name))
         dynamodb.create_table(**table_create_request("IdempotencyTable", IDEMPOTENCY_TABLE_NAME))
         self.sms_queue_url = self._client("sqs").create_queue(
             QueueName=SMS_QUEUE_NAME,
@@ -240,15 +339,11 @@ class LocalStack:
         """Write every item to `data_file` (one DynamoDB-JSON item a line), atomically."""
         if self.data_file is None:
             return
-        self.data_file.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.data_file.with_suffix(".partial")
-        with partial.open("w", encoding="utf-8") as handle:
-            for item in self.items():
-                handle.write(json.dumps(item, ensure_ascii=False) + "\n")
-        partial.replace(self.data_file)
+        atomic_write(self.data_file, (json.dumps(item, ensure_ascii=False) + "\n" for item in self.items()))
 
     def _load(self) -> None:
         if self.data_file is None or not self.data_file.exists():
+            self._loaded = True
             return
         client = self._client()
         lines = [line for line in self.data_file.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -257,26 +352,38 @@ class LocalStack:
             pending: dict[str, Any] = {self.table_name: requests}
             while pending:
                 pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems", {})
+        self._loaded = True
+
+
+def _in_use(data_file: Path) -> DataFileInUseError:
+    state = read_state(data_file)
+    owner = state.describe() if state is not None else "another local tool"
+    return DataFileInUseError(
+        f"{data_file} is in use by {owner}; only one local stack may write it at a time. "
+        "The other tools (infra.chat, infra.invoke, infra.sms, infra.inspect_prompt) attach to it; "
+        "to start another stack, stop that one first or pass --data-file with another file"
+    )
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    """Stop once; further signals (a wrapper such as `uv run` forwards its own) must not cut the save."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """SIGTERM ends the stack as Ctrl-C does: saved and stopped."""
     raise KeyboardInterrupt
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dynamodb-port", type=int, default=8000)
     parser.add_argument("--bedrock-port", type=int, default=8001)
     parser.add_argument("--api-port", type=int, default=3000, help="the API routes (like `sam local start-api`)")
     parser.add_argument("--twilio-port", type=int, default=8002)
-    parser.add_argument("--data-file", type=Path, default=Path(".local/dynamodb.jsonl"))
+    parser.add_argument("--data-file", type=Path, default=DEFAULT_DATA_FILE)
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 lets `sam local invoke` containers reach it"
     )
     arguments = parser.parse_args()
+    signal.signal(signal.SIGTERM, _interrupt)
+    # Also when started in the background of a script, which would have Ctrl-C ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with LocalStack(
         arguments.data_file,
         0.02,
@@ -285,22 +392,24 @@ def main() -> None:
         host=arguments.host,
         api_port=arguments.api_port,
         twilio_port=arguments.twilio_port,
+        command="infra.local_stack",
     ) as stack:
         print(f"Local stack running. API: {stack.api_url} (OpenAPI at {stack.api_url}/openapi.json;")
         print("  send `Authorization: Bearer <any user id>`), SMS webhook: POST /sms.")
-        print("Point another process at it with:")
+        print(f"Data: {arguments.data_file} (saved every 5 s and on exit). infra.chat, infra.invoke, infra.sms and")
+        print("  infra.inspect_prompt use this stack while it runs. Point another process at it with:")
         for name, value in stack.environment.items():
             print(f"  export {name}={value}")
-        print("Ctrl-C stops it and saves the table.")
-        signal.signal(signal.SIGTERM, _interrupt)
-        signal.signal(signal.SIGINT, _interrupt)
+        print("Ctrl-C stops it and saves the table.", flush=True)
         try:
             while True:
                 time.sleep(5)
                 stack.save()
         except KeyboardInterrupt:
-            pass
+            pass  # how it is meant to stop; the `with` saves the table and stops the servers
+    print("Stopped; the table is saved.", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool(main, stopped="Stopped while starting; the data file is as it was."))

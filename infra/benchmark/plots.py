@@ -1,5 +1,5 @@
-"""The benchmark's PNG plots and its figures as JSON, written where the caller says (docs/ for a
-full run)."""
+"""The benchmark's PNG plots and its figures as JSON, written where the caller says (--out:
+.local/ unless told otherwise; docs/ for the committed figures)."""
 
 import json
 from dataclasses import asdict

@@ -3,7 +3,10 @@
 
 A turn of each store does what a chat turn needs of it:
 - ours: load the turn's context (one Query, newest messages first, `HISTORY_LOAD_LIMIT` + head
-  items), then store the user's message and the reply (a PutItem each);
+  items), then store the user's message and the reply (on moto, the store's own writes: a
+  transaction each, the message with its erase guard; dynalite has no TransactWriteItems, so there
+  the same message items are sent as a PutItem each; the writes' cost does not depend on the
+  history either way, the Query's is what this measures);
 - the peer, as `RunnableWithMessageHistory` drives it: read the history (GetItem), then
   `add_messages([human, ai])`, which reads the whole history again and writes it back whole
   (GetItem + UpdateItem). Its one item per session cannot outgrow DynamoDB's 400 KB item limit,
@@ -37,7 +40,10 @@ from infra.template import table_create_request
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
 from onboarding.llm.chat_model import build_chat_model
+from onboarding.model.messages import Message
 from onboarding.orchestrator import OnboardingAgentOrchestrator
+from onboarding.persistence.codec import message_item
+from onboarding.persistence.writing import MessageStamper
 
 TABLE = "onboarding-memory-growth"
 PEER_TABLE = "langchain-history-growth"
@@ -132,8 +138,12 @@ SHUFFLE_SEED = 17  # a fixed seed: each round's order differs, the run can be re
 class _Point:
     """One history length's two stores and their timings, filled round by round."""
 
-    def __init__(self, settings: Settings, store: Any, limit: int, history: int) -> None:
+    def __init__(
+        self, settings: Settings, store: Any, limit: int, history: int, transactions: bool, client: Any
+    ) -> None:
         self.history = history
+        self.transactions, self.client = transactions, client
+        self.stamper = MessageStamper(time.time)
         self.user_id = f"growth-{history}-{time.time_ns()}"
         seed_history(settings, self.user_id, history)
         self.store, self.limit = store, limit
@@ -150,8 +160,17 @@ class _Point:
         loaded = self.store.conversations.load_turn(self.user_id, self.limit)
         if len(loaded.messages) < min(self.history, self.limit):
             raise RuntimeError("our store loaded fewer messages than the history holds")
-        self.store.writes.append_message(self.user_id, "user", QUESTION)
-        self.store.writes.append_message(self.user_id, "assistant", ANSWER)
+        if self.transactions:
+            self.store.writes.append_message(self.user_id, "user", QUESTION)
+            self.store.writes.append_message(self.user_id, "assistant", ANSWER)
+            return
+        for role, text in (("user", QUESTION), ("assistant", ANSWER)):
+            stamped = self.stamper.stamp(Message(role, text))  # type: ignore[arg-type]
+            self.client.put_item(
+                TableName=TABLE,
+                Item=message_item(self.user_id, stamped, None),
+                ConditionExpression="attribute_not_exists(sk)",
+            )
 
     def peer_turn(self) -> None:
         """One peer turn, unless its item has outgrown DynamoDB's limit (then `peer` is None from now on)."""
@@ -227,8 +246,11 @@ def _measure_points(
         loop.close()
 
 
-def measure_store_growth(server: str, url: str, histories: list[int], samples: int) -> Growth:
-    """Both stores' turns at each history length on the DynamoDB server at `url`."""
+def measure_store_growth(
+    server: str, url: str, histories: list[int], samples: int, transactions: bool = True
+) -> Growth:
+    """Both stores' turns at each history length on the DynamoDB server at `url` (`transactions`:
+    whether it runs TransactWriteItems; see the module's docstring)."""
     session = boto3.Session()
     traffic = TableTraffic()
     session.events.register("before-call.dynamodb", traffic.before_call)
@@ -250,7 +272,7 @@ def measure_store_growth(server: str, url: str, histories: list[int], samples: i
             )
             store = build_repositories(settings)
             orchestrator = OnboardingAgentOrchestrator(store.conversations, build_chat_model(settings), settings)
-            points = [_Point(settings, store, settings.history_load_limit, n) for n in histories]
+            points = [_Point(settings, store, settings.history_load_limit, n, transactions, client) for n in histories]
             _measure_points(points, orchestrator, traffic, samples)
             peer_limit = _peer_limit(max(histories[-1], 20_000))
     finally:

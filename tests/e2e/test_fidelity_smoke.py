@@ -3,26 +3,21 @@ local stack (app, SMS, a reset and an idle gap), every needed fact in every prom
 the window-only baseline misses facts on the same script."""
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.readme import readme_line, run_line, sandbox
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).parents[2]
 
 
-def test_the_quick_fidelity_run_keeps_every_needed_fact_within_the_budget() -> None:
-    completed = subprocess.run(
-        [sys.executable, "-m", "infra.fidelity", "--quick"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+def test_the_quick_fidelity_run_keeps_every_needed_fact_within_the_budget(tmp_path: Path) -> None:
+    # The README's line as written, in a sandbox folder: the report lands in its .local/.
+    completed = run_line(readme_line("uv run python -m infra.fidelity --quick"), sandbox(tmp_path), timeout_s=600)
+    out_dir = tmp_path / ".local"
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     out = completed.stdout
     ours = re.search(r"\| needed facts in the prompt \| (\d+) / (\d+) \(100\.0 %\) \| (\d+) / \d+", out)
@@ -35,4 +30,25 @@ def test_the_quick_fidelity_run_keeps_every_needed_fact_within_the_budget() -> N
     assert int(sms[1]) >= 3
     png = re.search(r"Plot and per-turn data: (\S+\.png)", out)
     assert png is not None
-    assert Path(png[1]).read_bytes().startswith(b"\x89PNG")
+    assert tmp_path / png[1] == out_dir / "fidelity.png"
+    assert (tmp_path / png[1]).read_bytes().startswith(b"\x89PNG")
+    # Issue 19, item 9: the results only on stdout (the log lines in a file there), progress on stderr.
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "fidelity.json",
+        "fidelity.log",
+        "fidelity.md",
+        "fidelity.png",
+    ]
+    assert not [line for line in out.splitlines() if line.startswith("{")]
+    assert '"level":"INFO"' in (out_dir / "fidelity.log").read_text(encoding="utf-8")
+    assert re.search(r"^fidelity \[#+\] 100% (\d+)/\1 turns", completed.stderr, re.MULTILINE)
+
+
+def test_reports_go_to_dot_local_unless_told_otherwise() -> None:
+    """Never to the tracked docs/ unless asked (`--out docs`)."""
+    from infra import fidelity
+    from infra.benchmark import __main__ as benchmark
+
+    assert fidelity.parser().parse_args([]).out == Path(".local")
+    assert benchmark.parser().parse_args(["--quick"]).out == Path(".local")
+    assert benchmark.parser().parse_args([]).out == Path(".local")

@@ -1,7 +1,10 @@
-"""The README's run command and the Docker-less invoke, run as a person would: new processes."""
+"""The README's commands, run as a person would: new processes, the lines exactly as written
+(tests/support/readme.py), and every line of the README either run by a test named in RUN_BY or
+marked as needing AWS."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -9,13 +12,153 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from infra.local_stack import free_port
+from infra.ports import port_is_free
 from onboarding.llm.prompts import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
+from tests.support.processes import read_until
+from tests.support.readme import commands_run_by_tests, readme_line, run_line, sandbox, start_line
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = [field.question for field in STEP_PROMPTS[OnboardingAgentType.FITNESS_ASSESSMENT].fields]
+
+
+# Each README command the tests run, and the test that runs it (the rest are marked "# needs AWS").
+LOCAL, SETUP = "test_the_local_development_commands_as_written", "test_the_setup_lines_install_uv_where_pip_is_refused"
+RUN_BY = {
+    'python3 -m venv ~/.uv && ~/.uv/bin/pip install uv': SETUP,
+    'export PATH="$HOME/.uv/bin:$PATH"    # add this line to ~/.bashrc or ~/.zshrc to keep it': SETUP,
+    "uv run python -m infra.chat": "test_the_quick_start_chat_prints_what_the_readme_shows",
+    "uv run pytest": "(the suite itself)",
+    "uv run python -m infra.chat --user sam --reset": LOCAL,
+    'echo "I\'m a beginner" | uv run python -m infra.chat --script -': LOCAL,
+    "uv run python -m infra.local_stack": LOCAL,
+    "curl -N -H 'Authorization: Bearer me' -H 'Accept: text/event-stream' -H 'Content-Type: application/json' "
+    "-d '{\"message\":\"Hi\"}' http://127.0.0.1:3000/chat": LOCAL,
+    "curl -H 'Authorization: Bearer me' 'http://127.0.0.1:3000/history?limit=5'": LOCAL,
+    "curl -X POST -H 'Authorization: Bearer me' http://127.0.0.1:3000/phone-links": LOCAL,
+    'uv run python -m infra.sms "LINK <code>" --from +15551230001': LOCAL,
+    'uv run python -m infra.sms "Hi coach" --from +15551230001': LOCAL,
+    "curl -H 'Authorization: Bearer me' http://127.0.0.1:3000/phones": LOCAL,
+    "curl -X DELETE -H 'Authorization: Bearer me' http://127.0.0.1:3000/me": LOCAL,
+    "uv run python -m infra.invoke ApiFunction -e events/api_chat.json": LOCAL,
+    "uv run python -m infra.invoke ApiFunction -e events/api_history.json": LOCAL,
+    "uv run python -m infra.invoke SmsWebhookFunction -e events/sms_webhook.json": LOCAL,
+    "uv run python -m infra.invoke SmsWorkerFunction -e events/sms_worker.json": LOCAL,
+    "uv run python -m infra.inspect_prompt local-user": LOCAL,
+    "uv run python -m infra.fidelity --quick": "test_fidelity_smoke.py",
+    "uv run python -m infra.benchmark --quick": "test_benchmark_smoke.py",
+}  # fmt: skip
+DEFAULT_PORTS = (8000, 8001, 3000, 8002)
+
+
+def test_every_readme_command_is_run_by_a_test_or_marked_as_needing_aws() -> None:
+    assert sorted(commands_run_by_tests()) == sorted(RUN_BY)
+
+
+def _section(title: str) -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    return readme.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_is_laid_out_for_a_newcomer_and_shorter_than_before() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    titles = [line[3:] for line in readme.splitlines() if line.startswith("## ")]
+    assert titles == [
+        "Quick start",
+        "Local development",
+        "Deploy to AWS",
+        "Configuration reference",
+        "Troubleshooting",
+        "Where the docs are",
+    ]
+    assert "docs/architecture.md" in readme.split("## Quick start")[0]  # the picture, before anything to do
+    assert len(readme.split()) < 2_500  # issue 19 found 2,568 words of dense text
+
+
+def test_the_test_suites_duration_is_stated_with_its_command() -> None:
+    quick_start = _section("Quick start")
+    assert re.search(r"It takes about \d+ to \d+ minutes", quick_start)
+    assert "uv run pytest" in quick_start
+
+
+def test_the_deploy_section_says_python_3_13_before_sam_build() -> None:
+    deploy = _section("Deploy to AWS")
+    assert deploy.index("Python 3.13 on PATH as `python3.13`") < deploy.index("sam build\n")
+    assert "python3.13: command not found" in _section("Troubleshooting")
+
+
+def test_the_setup_lines_install_uv_where_pip_is_refused(tmp_path: Path) -> None:
+    """In a fresh HOME, with pip refusing to install outside a virtual environment (as PEP 668 makes
+    a system Python do), the two lines give a working `uv` on PATH."""
+    lines = [line for line, test in RUN_BY.items() if test == SETUP]
+    script = "\n".join(["set -e", *lines, "command -v uv", "uv --version"])
+    completed = subprocess.run(  # noqa: S603 - the README's own lines
+        ["bash", "-c", script],  # noqa: S607 - the system's bash
+        capture_output=True, text=True, timeout=600, check=False,
+        env={"HOME": str(tmp_path), "PATH": os.environ["PATH"], "PIP_REQUIRE_VIRTUALENV": "true",
+             **{k: v for k, v in os.environ.items() if k.startswith(("PIP_INDEX", "PIP_EXTRA", "PYENV"))}},
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+    assert completed.stdout.splitlines()[-2] == str(tmp_path / ".uv" / "bin" / "uv")
+    assert completed.stdout.splitlines()[-1].startswith("uv ")
+
+
+def test_the_quick_start_chat_prints_what_the_readme_shows(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("uv run python -m infra.chat\n```\n\n```\n", 1)[1].split("```", 1)[0].splitlines()
+    completed = run_line(readme_line("uv run python -m infra.chat"), sandbox(tmp_path), stdin="Hi\nbeginner\n")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.splitlines()[0] == shown[0]
+    for line in shown[1:]:
+        if line.startswith("coach> "):
+            assert line in completed.stdout
+    assert (tmp_path / ".local" / "dynamodb.jsonl").exists()
+
+
+@pytest.mark.skipif(
+    not all(port_is_free("127.0.0.1", port) for port in DEFAULT_PORTS),
+    reason="the README's commands use the default ports 8000-8002 and 3000, and one is taken here",
+)
+def test_the_local_development_commands_as_written(tmp_path: Path) -> None:
+    here = sandbox(tmp_path)
+    lines = [line for line, test in RUN_BY.items() if test == LOCAL]
+    stack = start_line(readme_line("uv run python -m infra.local_stack"), here)
+    try:
+        banner = read_until(stack, b"Ctrl-C stops it and saves the table.").decode()
+        assert banner.startswith("Local stack running. API: http://127.0.0.1:3000 (OpenAPI at")
+        outputs: dict[str, str] = {}
+        code = ""
+        for line in lines:
+            if "infra.local_stack" in line:
+                continue
+            completed = run_line(line.replace("<code>", code), here, stdin="")
+            assert completed.returncode == 0, f"{line}: {completed.stderr[-2000:]}"
+            outputs[line] = completed.stdout
+            if "/phone-links" in line:
+                code = json.loads(completed.stdout)["code"]
+        chat = outputs[readme_line("curl -N")]
+        assert chat.count("event: chunk") > 1
+        assert "event: done" in chat
+        assert len(json.loads(outputs[readme_line("curl -H 'Authorization: Bearer me' 'http")])["messages"]) == 2
+        assert "coach (SMS)>" in outputs[readme_line('uv run python -m infra.sms "Hi coach"')]
+        assert json.loads(outputs[readme_line("curl -H 'Authorization: Bearer me' http://127.0.0.1:3000/phones")]) == {
+            "phones": ["+15551230001"]
+        }
+        assert json.loads(outputs[readme_line("curl -X DELETE")])["total"] > 0
+        for line in lines:
+            if "infra.invoke" in line:  # the API and the webhook answer 200; the worker fails no record
+                assert '"statusCode": 200' in outputs[line] or '"batchItemFailures": []' in outputs[line], line
+        assert outputs[readme_line("uv run python -m infra.inspect_prompt")].startswith("Step: fitness_assessment")
+        assert "“I'm a beginner”" not in outputs[readme_line('echo "I')]  # the first message of a new user
+    finally:
+        stack.send_signal(signal.SIGINT)
+        _, stderr = stack.communicate(timeout=60)
+    assert stack.returncode == 0, stderr.decode()[-2000:]
+    assert (here / ".local" / "dynamodb.jsonl").stat().st_size > 0
+    assert not (here / ".local" / "dynamodb.stack.json").exists()
 
 
 def _run(*arguments: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

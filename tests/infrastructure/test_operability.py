@@ -75,7 +75,7 @@ def test_a_public_app_client_signs_in_and_the_pool_outlives_the_stack(transforme
 def test_the_adapter_takes_part_in_snapstart_and_relays_its_hooks_to_the_app() -> None:
     template = load_template()
     version = template["Parameters"]["LambdaWebAdapterVersion"]
-    # Layer 30 is adapter release 1.1.0 with the final SnapStart support (docs/decisions/0014).
+    # Layer 30 is adapter release 1.1.0 with the final SnapStart support (docs/decisions/0016).
     assert version["Default"] >= 30
     assert version["MinValue"] >= 30
     properties = template["Resources"]["ApiFunction"]["Properties"]

@@ -1,6 +1,9 @@
-"""A pytest plugin that audits every log line the test suite makes for personal data.
+"""A pytest plugin that audits everything the test suite writes for personal data.
 
-After each test, every structured (Powertools JSON) log line the test printed is checked:
+After each test, every line it wrote to stdout or stderr, and every record of any logger (what
+pytest captured in all three), is checked. Any line at all: no phone number (E.164-like) and no
+text a user said in that test, so a stray `print(message)` or `logging.warning("user said %s",
+message)` fails the test. A structured (Powertools JSON) log line is checked more closely:
 
 - no phone number (E.164-like, `+` and 7 to 15 digits) anywhere in the line, tracebacks included;
 - no text a user said in that test (what reached `validate_message` for a turn, or the webhook's
@@ -86,17 +89,34 @@ def _literal_log_messages() -> set[str]:
 KNOWN_MESSAGES = _literal_log_messages()
 
 
-def _log_lines(report: pytest.TestReport) -> Iterator[tuple[str, dict[str, Any]]]:
+def _captured_lines(report: pytest.TestReport) -> Iterator[tuple[str, dict[str, Any] | None]]:
+    """Every line the test wrote (stdout, stderr, logging), with its record if it is a structured log line."""
     for _, content in report.sections:
         for line in content.splitlines():
-            if not line.startswith("{"):
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and "level" in record and "message" in record:
-                yield line, record
+            record = None
+            if line.startswith("{"):
+                try:
+                    parsed = json.loads(line)
+                except ValueError:
+                    parsed = None
+                if isinstance(parsed, dict) and "level" in parsed and "message" in parsed:
+                    record = parsed
+            yield line, record
+
+
+def plain_problems_in(line: str, said: list[str], known: set[str] = KNOWN_MESSAGES) -> list[str]:
+    """What is wrong with a line that is not one of our structured log lines (a print, a library's
+    log record): a phone number, or a user's text (unless it only appears inside one of our own
+    literal log messages, which pytest's log capture prints as they are)."""
+    found = []
+    if PHONE.search(line):
+        found.append("a phone number")
+    outside_literals = line
+    for literal in known:
+        outside_literals = outside_literals.replace(literal, "")
+    if any(text in outside_literals for text in said):
+        found.append("a user's message text")
+    return found
 
 
 def problems_in(line: str, record: dict[str, Any], said: list[str]) -> list[str]:
@@ -163,8 +183,13 @@ def pytest_runtest_makereport(
     if report.when != "teardown":  # the teardown report carries the output of every phase
         return report
     said = item.stash.get(SAID, [])
-    findings = []
-    for line, record in _log_lines(report):
+    findings: list[str] = []
+    for line, record in _captured_lines(report):
+        if record is None:
+            findings.extend(
+                f"a line that is not a structured log line: {problem}" for problem in plain_problems_in(line, said)
+            )
+            continue
         for problem in problems_in(line, record, said):
             findings.append(f"{record.get('level')} {record.get('message')!r} ({sorted(record)}): {problem}")
     if findings and report.passed:

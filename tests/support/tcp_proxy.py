@@ -8,7 +8,9 @@ Modes, switchable while it runs:
   connection closed: the write landed, the client never hears so (a lost response);
 - `stall`: the connection is accepted and the request read, and nothing ever comes back.
 
-`drop_next(n)` drops the next `n` responses and passes the rest. Only loopback addresses are used.
+`drop_next(n)` drops the next `n` responses and passes the rest; `drop_when(marker, n)` drops the
+responses of the next `n` requests whose bytes contain `marker` (a request carrying a given
+operation or item), so a test loses exactly the answer it means to. Only loopback addresses are used.
 """
 
 import contextlib
@@ -29,6 +31,8 @@ class TcpProxy:
         self.url = f"http://127.0.0.1:{self.port}"
         self.mode: Mode = "pass"
         self._drops_left = 0
+        self._marker: bytes | None = None
+        self._marked_drops_left = 0
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._sockets: list[socket.socket] = []
@@ -52,12 +56,23 @@ class TcpProxy:
         with self._lock:
             self._drops_left = count
 
-    def _take_drop(self) -> bool:
+    def drop_when(self, marker: bytes, count: int = 1) -> None:
         with self._lock:
+            self._marker, self._marked_drops_left = marker, count
+
+    def _take_drop(self, marked: bool) -> bool:
+        with self._lock:
+            if marked and self._marked_drops_left > 0:
+                self._marked_drops_left -= 1
+                return True
             if self._drops_left > 0:
                 self._drops_left -= 1
                 return True
             return self.mode == "drop_response"
+
+    def _marks(self, data: bytes) -> bool:
+        with self._lock:
+            return self._marker is not None and self._marker in data
 
     def _track(self, sock: socket.socket) -> socket.socket:
         with self._lock:
@@ -89,22 +104,26 @@ class TcpProxy:
         except OSError:
             client.close()
             return
-        threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
-        self._answers(upstream, client)
+        marked = threading.Event()  # the request now on this connection carries the marker
+        threading.Thread(target=self._pump, args=(client, upstream, marked), daemon=True).start()
+        self._answers(upstream, client, marked)
 
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, marked: threading.Event) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
+                if self._marks(data):
+                    marked.set()
                 sink.sendall(data)
         with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_WR)
 
-    def _answers(self, upstream: socket.socket, client: socket.socket) -> None:
+    def _answers(self, upstream: socket.socket, client: socket.socket, marked: threading.Event) -> None:
         """Server → client; the first chunk of a response to drop closes both sides instead."""
         with contextlib.suppress(OSError):
             while data := upstream.recv(65536):
-                if self._take_drop():
+                is_marked = marked.is_set()
+                marked.clear()
+                if self._take_drop(is_marked):
                     self.dropped_responses += 1
                     for sock in (client, upstream):
                         with contextlib.suppress(OSError):

@@ -16,7 +16,7 @@ that expired while the snapshot was stored. Ids come from `secrets`/`uuid4` (the
 
 The mobile API gets both over HTTP from Lambda Web Adapter (its hook routes call these); the SMS
 worker, which runs no adapter, through the runtime's `snapshot_restore_py` (`register_runtime_hooks`).
-See docs/decisions/0014-snapstart-priming.md.
+See docs/decisions/0016-snapstart-priming.md.
 """
 
 import asyncio

@@ -7,7 +7,6 @@ The DynamoDB capacity a turn consumes is counted by hooks on the table's client
 `asyncio.to_thread` carries into its thread.
 """
 
-import os
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -16,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit, single_metric
+from aws_lambda_powertools.metrics import MetricUnit
 
-from onboarding.metrics import DEFAULT_NAMESPACE
+from onboarding.metrics import emit
 
 logger = Logger(child=True)
 
@@ -119,24 +118,26 @@ def turn_responded(ledger: TurnLedger, outcome: str) -> None:
 
 
 def _emit_metrics(ledger: TurnLedger, outcome: str, duration_s: float) -> None:
-    namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
-    service = os.environ.get("POWERTOOLS_SERVICE_NAME") or "onboarding-memory"
     if outcome not in ("completed", "replayed"):
-        with single_metric(name="TurnFailed", unit=MetricUnit.Count, value=1, namespace=namespace) as failed:
-            failed.add_dimension(name="service", value=service)
-            failed.add_dimension(name="kind", value=outcome)
+        emit({"TurnFailed": (MetricUnit.Count, 1)}, {"kind": outcome})
         return
-    metrics = EphemeralMetrics(namespace=namespace)
-    metrics.add_dimension(name="service", value=service)
-    metrics.add_metric(name="TurnCompleted", unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name="TurnLatency", unit=MetricUnit.Milliseconds, value=duration_s * 1000)
+    values = {
+        "TurnCompleted": (MetricUnit.Count, 1.0),
+        "TurnLatency": (MetricUnit.Milliseconds, duration_s * 1000),
+        **_costs(ledger),
+    }
     if ledger.first_token_s is not None:
-        metrics.add_metric(name="FirstTokenLatency", unit=MetricUnit.Milliseconds, value=ledger.first_token_s * 1000)
-    metrics.add_metric(name="InputTokens", unit=MetricUnit.Count, value=ledger.input_tokens)
-    metrics.add_metric(name="OutputTokens", unit=MetricUnit.Count, value=ledger.output_tokens)
-    metrics.add_metric(name="ConsumedReadCapacity", unit=MetricUnit.Count, value=ledger.read_units)
-    metrics.add_metric(name="ConsumedWriteCapacity", unit=MetricUnit.Count, value=ledger.write_units)
-    metrics.flush_metrics()
+        values["FirstTokenLatency"] = (MetricUnit.Milliseconds, ledger.first_token_s * 1000)
+    emit(values)
+
+
+def _costs(ledger: TurnLedger) -> dict[str, tuple[MetricUnit, float]]:
+    return {
+        "InputTokens": (MetricUnit.Count, ledger.input_tokens),
+        "OutputTokens": (MetricUnit.Count, ledger.output_tokens),
+        "ConsumedReadCapacity": (MetricUnit.Count, ledger.read_units),
+        "ConsumedWriteCapacity": (MetricUnit.Count, ledger.write_units),
+    }
 
 
 def fold_accounted(ledger: TurnLedger) -> None:
@@ -155,11 +156,4 @@ def fold_accounted(ledger: TurnLedger) -> None:
             "table_requests": ledger.requests,
         },
     )
-    namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
-    metrics = EphemeralMetrics(namespace=namespace)
-    metrics.add_dimension(name="service", value=os.environ.get("POWERTOOLS_SERVICE_NAME") or "onboarding-memory")
-    metrics.add_metric(name="InputTokens", unit=MetricUnit.Count, value=ledger.input_tokens)
-    metrics.add_metric(name="OutputTokens", unit=MetricUnit.Count, value=ledger.output_tokens)
-    metrics.add_metric(name="ConsumedReadCapacity", unit=MetricUnit.Count, value=ledger.read_units)
-    metrics.add_metric(name="ConsumedWriteCapacity", unit=MetricUnit.Count, value=ledger.write_units)
-    metrics.flush_metrics()
+    emit(_costs(ledger))

@@ -1,0 +1,104 @@
+"""Owns what a long local command (infra.fidelity, infra.benchmark) shows the person: its results
+and a progress line on the terminal, its log lines in a file.
+
+The functions it runs in process log with Powertools, whose loggers write to whatever `sys.stdout`
+is when they are created; so while a command runs, `sys.stdout` is its log file, and the command
+prints its results to the console it was given. `-v` keeps the log lines on the terminal.
+The progress line is the standard library's (no dependency for one line).
+"""
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import TextIO
+
+BAR_WIDTH = 24
+
+
+@contextmanager
+def logs_to(log_file: Path | None) -> Iterator[TextIO]:
+    """Yields the console to print results to; inside, log lines go to `log_file` (None: the console)."""
+    console = sys.stdout
+    if log_file is None:
+        yield console
+        return
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("w", encoding="utf-8") as handle:
+        sys.stdout = handle
+        try:
+            yield console
+        finally:
+            sys.stdout = console
+
+
+class Progress:
+    """A progress line on stderr: redrawn in place every second on a terminal; elsewhere (a CI log,
+    a pipe) one line at each tenth, so a log is not flooded. `total` may be an estimate: the bar
+    stops short of full until `close()`."""
+
+    def __init__(self, label: str, total: int, unit: str = "", stream: TextIO | None = None) -> None:
+        self.label, self.total, self.unit = label, max(total, 1), unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.done = 0
+        self.note = ""
+        self._started = time.monotonic()
+        self._tty = self.stream.isatty()
+        self._last_tenth = -1
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, daemon=True, name="progress")
+        if self._tty:
+            self._ticker.start()
+
+    def __enter__(self) -> "Progress":
+        self._draw()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close(finished=exc_type is None)
+
+    def advance(self, steps: int = 1, note: str | None = None) -> None:
+        with self._lock:
+            self.done += steps
+            if note is not None:
+                self.note = note
+        self._draw()
+
+    def close(self, finished: bool = True) -> None:
+        self._stop.set()
+        if finished:  # the estimate gives way to what was done
+            self.total = max(self.done, 1)
+        self._draw(final=True)
+
+    def line(self) -> str:
+        share = min(self.done / self.total, 1.0 if self._stop.is_set() else 0.99)
+        filled = round(share * BAR_WIDTH)
+        elapsed = int(time.monotonic() - self._started)
+        counts = f"{self.done}/{self.total}{' ' + self.unit if self.unit else ''}"
+        note = f"  {self.note}" if self.note else ""
+        return (
+            f"{self.label} [{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {share:4.0%} {counts}"
+            f"  {elapsed // 60}:{elapsed % 60:02d}{note}"
+        )
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            self._draw()
+
+    def _draw(self, final: bool = False) -> None:
+        with self._lock:
+            if self._tty:
+                self.stream.write("\r\033[K" + self.line() + ("\n" if final else ""))
+            else:
+                tenth = int(10 * min(self.done / self.total, 1.0))
+                if tenth == self._last_tenth and not final:
+                    return
+                self._last_tenth = tenth
+                self.stream.write(self.line() + "\n")
+            self.stream.flush()

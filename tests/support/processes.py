@@ -1,0 +1,101 @@
+"""The local tools as a person runs them: new processes, read as they print, stopped with signals."""
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infra.local_data import process_alive, state_path
+from infra.ports import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(*arguments: str, stdin: str = "", timeout_s: float = 180, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - our own interpreter and modules
+        [sys.executable, "-m", *arguments],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=timeout_s,
+        check=False,
+        env={**os.environ, **env},
+    )
+
+
+def read_until(process: "subprocess.Popen[bytes]", marker: bytes, timeout_s: float = 120) -> bytes:
+    """What `process` printed on stdout until `marker` appeared (AssertionError if it never did)."""
+    assert process.stdout is not None
+    seen = b""
+    deadline = time.monotonic() + timeout_s
+    while marker not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"{marker!r} never came; printed: {seen[-2000:]!r}"
+        ready, _, _ = select.select([process.stdout], [], [], left)
+        if ready:
+            chunk = os.read(process.stdout.fileno(), 65536)
+            assert chunk, f"the process ended before {marker!r}; printed: {seen[-2000:]!r}"
+            seen += chunk
+    return seen
+
+
+def stack_state(data_file: Path) -> dict[str, Any]:
+    state: dict[str, Any] = json.loads(state_path(data_file).read_text(encoding="utf-8"))
+    return state
+
+
+def wait_gone(pids: list[int], timeout_s: float = 15) -> list[int]:
+    """The processes of `pids` still alive after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(process_alive(pid) for pid in pids):
+        time.sleep(0.1)
+    return [pid for pid in pids if process_alive(pid)]
+
+
+@dataclass
+class RunningStack:
+    process: "subprocess.Popen[bytes]"
+    data_file: Path
+    ports: dict[str, int]
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['api']}"
+
+    stdout: str = ""  # what it printed after its banner, once stopped
+
+    def stop(self, signal_number: int = signal.SIGINT) -> tuple[int, str]:
+        self.process.send_signal(signal_number)
+        stdout, stderr = self.process.communicate(timeout=60)
+        self.stdout = stdout.decode()
+        return self.process.returncode, stderr.decode()
+
+
+@contextmanager
+def running_stack(data_file: Path) -> Iterator[RunningStack]:
+    """`python -m infra.local_stack` on `data_file` and free ports, until the block ends."""
+    ports = {name: free_port() for name in ("dynamodb", "bedrock", "api", "twilio")}
+    process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "infra.local_stack", "--data-file", str(data_file)]
+        + [argument for name, port in ports.items() for argument in (f"--{name}-port", str(port))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    stack = RunningStack(process, data_file, ports)
+    try:
+        read_until(process, b"Ctrl-C stops it")
+        yield stack
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
