@@ -24,7 +24,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -133,8 +133,10 @@ class LocalStack:
         host: str = "127.0.0.1",
         api_port: int | None = None,
         twilio_port: int = 0,
+        gateway_wrap: Callable[[Any], Any] | None = None,
     ) -> None:
-        """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue."""
+        """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue;
+        `gateway_wrap` wraps the gateway's ASGI app (the memory console, infra/console)."""
         self.data_file = data_file
         self.table_name = table_name
         self.host = host
@@ -142,6 +144,7 @@ class LocalStack:
         self.bedrock = BedrockEmulator(host=host, port=bedrock_port, chunk_delay_s=chunk_delay_s)
         self.twilio = TwilioEmulator(host=host, port=twilio_port)
         self.api_port = None if api_port is None else (api_port or free_port(host))
+        self.gateway_wrap = gateway_wrap
         self.sms_queue_url = ""
         self._gateway: LocalGateway | None = None
         self._pollers: list[QueuePoller] = []
@@ -180,7 +183,7 @@ class LocalStack:
                 os.environ[name] = value
             self._load()
             if self.api_port is not None:
-                self._gateway = LocalGateway(self.host, self.api_port).start()
+                self._gateway = LocalGateway(self.host, self.api_port, self.gateway_wrap).start()
                 self._pollers = [
                     QueuePoller(logical_id, self.sms_queue_url).start() for logical_id in queue_subscribers("SmsQueue")
                 ]
