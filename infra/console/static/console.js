@@ -1,7 +1,8 @@
 // The memory console's page. Every text is set with textContent, never parsed as HTML.
 "use strict";
 
-const state = { user: "", session: null, turns: [], busy: false };
+// `measured`: what this browser measured per turn id (kept across user switches).
+const state = { user: "", session: null, turns: [], busy: false, measured: {} };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs = {}, ...children) {
@@ -56,8 +57,12 @@ function bubble(role, text, extra = "") {
 function renderPlan(plan, caption, matches) {
   $("plan-caption").textContent = caption;
   if (!plan) {
-    for (const id of ["sections", "window", "left-out"]) $(id).replaceChildren();
-    $("budget-text").textContent = "no plan (the message was refused before the model)";
+    for (const id of ["sections", "window", "left-out", "current", "budget-bar"]) $(id).replaceChildren();
+    fillBar($("window-bar"), [["fill", 0]], 1);
+    $("budget-text").textContent = "no model call: answered without the model, or refused before it";
+    $("window-text").textContent = "–";
+    $("plan-match").textContent = "";
+    $("plan-match").className = "badge";
     return;
   }
   $("budget-text").textContent =
@@ -152,15 +157,21 @@ function renderFigures(record, browser = {}) {
   $("fig-cost").textContent = f.costUsd == null ? f.costNote : `$${f.costUsd}`;
 }
 
-function showTurn(record, browser) {
+function showTurn(record, browser = state.measured[record.turnId] || {}) {
   const caption = `Turn ${record.turnId.slice(0, 8)} (${record.channel}, ${record.status}) at ${new Date(record.startedAt).toLocaleTimeString()}`;
   renderPlan(record.plan, caption, record.planMatchesRequest);
   renderRequests(record.modelRequests);
-  if (record.memoryAfter) renderMemory(record.memoryAfter, record.changed);
+  if (record.memoryAfter && record.userId === state.user) {
+    const latest = state.turns.at(-1)?.record.turnId === record.turnId;
+    $("memory-title").textContent = latest ? "The user's memory now" : "The user's memory after this turn";
+    renderMemory(record.memoryAfter, record.changed);
+  }
   renderFigures(record, browser);
 }
 
-function addTurn(record, browser) {
+function addTurn(record, browser = {}) {
+  if (browser.whole != null) state.measured[record.turnId] = browser;
+  browser = state.measured[record.turnId] || browser;
   state.turns.push({ record, browser });
   const option = el("option", { value: record.turnId, text: `${state.turns.length}. ${record.channel} · ${record.status}` });
   $("turns").append(option);
@@ -177,13 +188,14 @@ async function loadUser(user) {
   $("chat-log").replaceChildren();
   history.replaceState(null, "", `#${encodeURIComponent(user)}`);
   const memory = await api(`/console/api/users/${encodeURIComponent(user)}/memory`);
+  $("memory-title").textContent = "The user's memory now";
   renderMemory(memory);
   if (!state.session.readOnly) {
     const page = await api("/history?limit=20", { headers: asUser() });
     for (const message of page.messages.reverse()) bubble(message.role, message.content);
   }
   const recorded = await api(`/console/api/users/${encodeURIComponent(user)}/turns`);
-  for (const record of recorded.turns) addTurn(record, {});
+  for (const record of recorded.turns) addTurn(record);
   if (!recorded.turns.length) {
     const plan = await api(`/console/api/users/${encodeURIComponent(user)}/prompt`);
     renderPlan(plan, "What the model would get for the next message (no turn recorded by this console yet)", null);
@@ -253,7 +265,7 @@ async function sendSms(from, text) {
   if (result.turn.userId && result.turn.userId !== state.user) {
     notice(`That text continued user ${result.turn.userId} (switch to see its memory).`);
   }
-  addTurn(result.turn, {});
+  addTurn(result.turn);
   document.body.dataset.turns = String(state.turns.length);
   return result;
 }
