@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,18 +32,21 @@ WAIT_S = 60
 def console_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data_file = tmp_path_factory.mktemp("console") / "table.jsonl"
     ports = ("--port", "0", "--dynamodb-port", "0", "--bedrock-port", "0", "--twilio-port", "0")
-    process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "infra.console", *ports, "--data-file", str(data_file), "--chunk-delay", "0.03"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    printed = data_file.with_name("stdout.txt")
+    with printed.open("w") as out:
+        # To a file, not a pipe: the functions' log lines would fill a pipe nobody reads, and block.
+        process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", "infra.console", *ports, "--data-file", str(data_file), "--chunk-delay", "0.03"],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.search(r"Memory console: (http://\S+)", line)
-        assert match, f"the console printed {line!r}"
+        deadline = time.monotonic() + WAIT_S
+        while not (match := re.search(r"Memory console: (http://\S+)", printed.read_text())):
+            assert process.poll() is None, printed.read_text()[-2000:]
+            assert time.monotonic() < deadline, "the console did not start"
+            time.sleep(0.1)
         yield match.group(1)
     finally:
         process.send_signal(signal.SIGINT)
