@@ -23,7 +23,7 @@ from infra.console import meter
 from infra.console.app import create_console_app
 from infra.console.context import ConsoleContext
 from infra.console.recorder import ChatRecorder
-from infra.local_stack import LocalStack
+from infra.local_stack import LocalStack, free_port
 from onboarding.config import Settings
 
 
@@ -102,8 +102,9 @@ def _run_local(arguments: argparse.Namespace) -> None:
 
 def _run_aws(arguments: argparse.Namespace) -> None:
     context = ConsoleContext(Settings.from_env(), personal_data=arguments.personal_data)
-    port = arguments.port or 3000
-    print(f"Memory console (read only, table {context.settings.table_name}): http://{arguments.host}:{port}/console/")
+    port = arguments.port or free_port(arguments.host)
+    url = f"http://{arguments.host}:{port}/console/"
+    print(f"Memory console (read only, table {context.settings.table_name}): {url}", flush=True)
     uvicorn.run(create_console_app(context), host=arguments.host, port=port, log_level="warning", access_log=False)
 
 

@@ -16,6 +16,7 @@ while one is metered, requests made outside any metered context count towards it
 
 import copy
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -166,20 +167,22 @@ _usage_router: ContextVar[BaseCallbackHandler | None] = ContextVar(
     default=_UsageRouter(),  # noqa: B039 - stateless, shared by every context on purpose
 )
 _installed = threading.Lock()
-_hooked_sessions: set[int] = set()
+_hooked_sessions: "weakref.WeakSet[boto3.Session]" = weakref.WeakSet()
+_langchain_hooked = threading.Event()
 
 
 def install() -> None:
     """Hook the default boto3 session and LangChain (once each). Call before the functions' clients exist."""
     with _installed:
-        if not _hooked_sessions:
+        if not _langchain_hooked.is_set():
             register_configure_hook(_usage_router, inheritable=True)
+            _langchain_hooked.set()
         if boto3.DEFAULT_SESSION is None:
             boto3.setup_default_session()
         session = boto3.DEFAULT_SESSION
-        if session is None or id(session) in _hooked_sessions:
+        if session is None or session in _hooked_sessions:
             return
-        _hooked_sessions.add(id(session))
+        _hooked_sessions.add(session)
         events = session.events
         events.register("before-parameter-build.dynamodb", _ask_for_capacity, unique_id="console-capacity")
         events.register("after-call.dynamodb", _after_call, unique_id="console-after-call")
