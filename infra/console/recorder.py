@@ -58,6 +58,7 @@ def new_record(turn_id: str, user_id: str, channel: str, message: str) -> TurnRe
         memory_before=None,
         memory_after=None,
         changed=[],
+        note=None,
         figures=TurnFigures(
             first_token_ms=None,
             turn_ms=None,
@@ -200,8 +201,13 @@ class ChatRecorder:
             return
         context = self._context
         record = new_record(_header(scope, TURN_HEADER) or str(uuid.uuid4()), user_id, "app", message)
-        before, plan = await asyncio.gather(context.memory(user_id), context.plan(user_id, message))
-        record = record.model_copy(update={"memory_before": before, "plan": plan})
+        try:
+            before, plan = await asyncio.gather(context.memory(user_id), context.plan(user_id, message))
+            record = record.model_copy(update={"memory_before": before, "plan": plan})
+        except Exception as error:  # the console's view must never stand between the app and its user
+            record = record.model_copy(
+                update={"note": f"the console could not plan this turn ({type(error).__name__})"}
+            )
         context.book.put(record)
         meter, response = Meter(), _Response(time.perf_counter())
 
@@ -215,5 +221,10 @@ class ChatRecorder:
         finally:
             status, reply = response.outcome()
             turn_ms = (time.perf_counter() - response.started) * 1000
-            after = await context.memory(user_id)
+            try:
+                after: MemoryView | None = await context.memory(user_id)
+            except Exception as error:
+                after = None
+                note = f"the console could not read the memory after the turn ({type(error).__name__})"
+                record = record.model_copy(update={"note": note})
             context.book.put(finish_record(record, meter, after, status, reply, response.first_chunk_ms, turn_ms))

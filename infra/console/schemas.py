@@ -175,6 +175,7 @@ class TurnRecord(CamelModel):
     memory_before: MemoryView | None
     memory_after: MemoryView | None
     changed: list[str] = Field(description="Paths of what the turn changed in the memory view.")
+    note: str | None = Field(description="Why part of the record is missing (the turn itself went on).")
     figures: TurnFigures
 
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from infra.console.__main__ import local_stack_with_console, openapi_document
+from infra.console.__main__ import LocalConsole, local_stack_with_console, openapi_document
 from infra.console.app import create_console_app
 from infra.console.context import ConsoleContext
 from infra.inspect_prompt import inspect
@@ -27,10 +27,15 @@ BUDGET_LINE = re.compile(r"Budget: (\d+) of (\d+) tokens \(system (\d+), window 
 
 
 @pytest.fixture(scope="module")
-def console() -> Iterator[LocalStack]:
-    stack, _ = local_stack_with_console(None, 0.0, 0)
+def running() -> Iterator[tuple[LocalStack, LocalConsole]]:
+    stack, console = local_stack_with_console(None, 0.0, 0)
     with stack:
-        yield stack
+        yield stack, console
+
+
+@pytest.fixture
+def console(running: tuple[LocalStack, LocalConsole]) -> LocalStack:
+    return running[0]
 
 
 def chat(stack: LocalStack, user_id: str, message: str) -> dict[str, Any]:
@@ -167,3 +172,20 @@ def test_the_committed_openapi_document_is_current() -> None:
     assert json.loads(DOCUMENT.read_text(encoding="utf-8")) == openapi_document(), (
         "regenerate: uv run python -m infra.console --openapi > docs/console-openapi.json"
     )
+
+
+def test_a_console_that_cannot_plan_never_stands_in_the_way_of_the_turn(
+    running: tuple[LocalStack, LocalConsole], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stack, console = running
+    assert console.context is not None
+
+    async def unreadable(*_: object) -> None:
+        raise RuntimeError("the console's own read failed")
+
+    monkeypatch.setattr(console.context, "plan", unreadable)
+    record = chat(stack, f"it-{uuid.uuid4()}", "Hi")
+    assert record["status"] == "done"
+    assert record["reply"]
+    assert record["plan"] is None
+    assert "could not plan this turn (RuntimeError)" in record["note"]

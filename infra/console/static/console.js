@@ -159,7 +159,7 @@ function renderFigures(record, browser = {}) {
 
 function showTurn(record, browser = state.measured[record.turnId] || {}) {
   const caption = `Turn ${record.turnId.slice(0, 8)} (${record.channel}, ${record.status}) at ${new Date(record.startedAt).toLocaleTimeString()}`;
-  renderPlan(record.plan, caption, record.planMatchesRequest);
+  renderPlan(record.plan, record.note ? `${caption}: ${record.note}` : caption, record.planMatchesRequest);
   renderRequests(record.modelRequests);
   if (record.memoryAfter && record.userId === state.user) {
     const latest = state.turns.at(-1)?.record.turnId === record.turnId;
