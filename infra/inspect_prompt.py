@@ -26,7 +26,8 @@ from onboarding.agents.base import PromptPlan
 from onboarding.composition import build_orchestrator, build_repositories
 from onboarding.config import Settings
 from onboarding.model.frozen import thaw
-from onboarding.orchestrator import PreparedTurn
+from onboarding.orchestrator import OnboardingAgentOrchestrator, PreparedTurn
+from onboarding.persistence import Repositories
 
 _VALUE_LINE = re.compile(r"^(- [^:]+: )(.+)$")
 _PERSONAL_SECTIONS = ("Already known:", "About the client", "Summary of the earlier conversation:")
@@ -81,11 +82,20 @@ def render(prepared: PreparedTurn, plan: PromptPlan, personal_data: bool, out: T
     out.write(f"\n=== current message ===\n[user] {show(plan.current)}\n")
 
 
+async def load_plan(
+    orchestrator: OnboardingAgentOrchestrator, store: Repositories, user_id: str, message: str
+) -> tuple[PreparedTurn, PromptPlan]:
+    """What a turn for `message` would load (one Query) and send the model, as the turn computes it.
+    The memory console shows the same plan, so its counts are this command's."""
+    limit = orchestrator.limits.history_load_limit
+    loaded = await asyncio.to_thread(store.conversations.load_turn, user_id, limit)
+    prepared = orchestrator.prepare(user_id, loaded)
+    return prepared, prepared.agent.prompt_plan(message)
+
+
 async def inspect(settings: Settings, user_id: str, message: str, personal_data: bool, out: TextIO) -> PromptPlan:
     store = build_repositories(settings)
-    loaded = await asyncio.to_thread(store.conversations.load_turn, user_id, settings.history_load_limit)
-    prepared = build_orchestrator(settings, store).prepare(user_id, loaded)
-    plan = prepared.agent.prompt_plan(message)
+    prepared, plan = await load_plan(build_orchestrator(settings, store), store, user_id, message)
     render(prepared, plan, personal_data, out)
     return plan
 

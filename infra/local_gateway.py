@@ -279,8 +279,11 @@ def queue_subscribers(queue_logical_id: str) -> list[str]:
 class LocalGateway:
     """The gateway served by uvicorn on a background thread."""
 
-    def __init__(self, host: str, port: int) -> None:
-        config = uvicorn.Config(GatewayApp(api_routes()), host=host, port=port, log_level="warning", access_log=False)
+    def __init__(self, host: str, port: int, wrap: Callable[[Any], Any] | None = None) -> None:
+        """`wrap`, if given, wraps the gateway's ASGI app (the memory console serves and meters through it)."""
+        app: Any = GatewayApp(api_routes())
+        app = wrap(app) if wrap is not None else app
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True, name="local-gateway")
 

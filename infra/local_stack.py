@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -163,9 +163,11 @@ class LocalStack:
         api_port: int | None = None,
         twilio_port: int = 0,
         command: str = "a local stack",
+        gateway_wrap: Callable[[Any], Any] | None = None,
     ) -> None:
-        """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue.
-        Fixed ports are checked before anything starts: PortInUseError names the taken one and its option."""
+        """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue;
+        `gateway_wrap` wraps the gateway's ASGI app (the memory console, infra/console). Fixed ports
+        are checked before anything starts: PortInUseError names the taken one and its option."""
         from infra.bedrock_emulator import BedrockEmulator
         from infra.twilio_emulator import TwilioEmulator
 
@@ -191,6 +193,7 @@ class LocalStack:
                 self._lock.release()
             raise
         self.api_port = None if api_port is None else (api_port or free_port(host))
+        self.gateway_wrap = gateway_wrap
         self.sms_queue_url = ""
         self._gateway: LocalGateway | None = None
         self._pollers: list[QueuePoller] = []
@@ -231,7 +234,7 @@ class LocalStack:
             if self.api_port is not None:
                 from infra.local_gateway import LocalGateway, QueuePoller, queue_subscribers
 
-                self._gateway = LocalGateway(self.host, self.api_port).start()
+                self._gateway = LocalGateway(self.host, self.api_port, self.gateway_wrap).start()
                 self._pollers = [
                     QueuePoller(logical_id, self.sms_queue_url).start() for logical_id in queue_subscribers("SmsQueue")
                 ]

@@ -150,36 +150,58 @@ def _section(header: str, lines: Sequence[str], empty: str = "- nothing yet") ->
     return f"{header}\n" + ("\n".join(lines) if lines else empty)
 
 
-def render_system_prompt(
+@dataclass(frozen=True)
+class PromptSection:
+    """One part of the system prompt. `kind` says what it is made of: `instructions` (ours),
+    `profile`, `collected_answers`, `summary` or `waiting_for` (the user's memory)."""
+
+    kind: str
+    title: str
+    text: str
+
+
+def system_prompt_sections(
     step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: PromptFacts | None = None
-) -> str:
-    """The system prompt for `step`, rebuilt from stored data on every call (seed 003)."""
+) -> tuple[PromptSection, ...]:
+    """The system prompt for `step`, part by part; `render_system_prompt` joins them with blank lines.
+    Kept apart so that a person can see what each part is and costs (the memory console)."""
     memory = memory or PromptFacts()
     prompt = STEP_PROMPTS[step]
-    parts = [COACH_PERSONA]
+    parts = [PromptSection("instructions", "Persona", COACH_PERSONA)]
     if memory.address_as:
-        parts.append(f"Address the client as {memory.address_as}.")
+        parts.append(PromptSection("profile", "Address as", f"Address the client as {memory.address_as}."))
     if memory.onboarding_complete:
-        parts.append(ONBOARDING_COMPLETE_STEP)
+        parts.append(PromptSection("instructions", "Onboarding complete", ONBOARDING_COMPLETE_STEP))
     else:
         collect = "\n".join(f"- {field.key}: {field.question}" for field in prompt.fields)
-        parts.append(f"Current step: {prompt.title}. {prompt.purpose}")
-        parts.append(f"Collect, one question at a time:\n{collect}")
-        parts.append(TOOL_RULES.format(save_tool=save_tool_name(step)))
-    parts.append(_section("Already known:", _render_known(agent_context, memory.skipped)))
-    parts.append(_section("About the client (remembered across conversations):", memory.profile_lines))
+        parts.append(PromptSection("instructions", "Current step", f"Current step: {prompt.title}. {prompt.purpose}"))
+        parts.append(PromptSection("instructions", "What to collect", f"Collect, one question at a time:\n{collect}"))
+        parts.append(PromptSection("instructions", "Tools", TOOL_RULES.format(save_tool=save_tool_name(step))))
+    known = _section("Already known:", _render_known(agent_context, memory.skipped))
+    parts.append(PromptSection("collected_answers", "Already known", known))
+    about = _section("About the client (remembered across conversations):", memory.profile_lines)
+    parts.append(PromptSection("profile", "About the client", about))
     if memory.summary:
-        parts.append(_section("Summary of the earlier conversation:", memory.summary.splitlines()))
+        summary = _section("Summary of the earlier conversation:", memory.summary.splitlines())
+        parts.append(PromptSection("summary", "Summary", summary))
     if memory.waiting_for and not memory.onboarding_complete:
-        parts.append(
+        waiting = (
             f"Waiting for: {memory.waiting_for}\n"
             f"You asked for {memory.waiting_for} (asked {memory.waiting_attempts} time(s)). Read the client's "
             "new message as the answer to it and save it; if it is not an answer, ask once more, differently."
         )
-    parts.append(NO_REASK_RULES)
+        parts.append(PromptSection("waiting_for", "Waiting for", waiting))
+    parts.append(PromptSection("instructions", "Rules", NO_REASK_RULES))
     if memory.memory_unavailable:
-        parts.append(MEMORY_UNAVAILABLE_RULE)
-    return "\n\n".join(parts)
+        parts.append(PromptSection("instructions", "Memory unavailable", MEMORY_UNAVAILABLE_RULE))
+    return tuple(parts)
+
+
+def render_system_prompt(
+    step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: PromptFacts | None = None
+) -> str:
+    """The system prompt for `step`, rebuilt from stored data on every call (seed 003)."""
+    return "\n\n".join(section.text for section in system_prompt_sections(step, agent_context, memory))
 
 
 def save_tool_name(step: OnboardingAgentType) -> str:
