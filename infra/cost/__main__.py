@@ -203,6 +203,13 @@ def _print(console: TextIO, measured: list[Any], comparisons: list[Comparison], 
             f"{sms.table_requests:>5.2f} {sms.read_units:>6.2f} {sms.write_units:>6.2f} | "
             f"{app.reported_units:.2f} units, nothing for {app.unreported_requests:.2f} requests"
         )
+    say(
+        f"\nEach function's own time per turn, ms: median (lowest-highest) over the {measured[0][0].turns} turns "
+        "(the model's wait and the meter's reads left out; moto's time left in)"
+    )
+    for app, sms, _ in measured:
+        times = [(name, figures.own_ms_spread[name]) for figures in (app, sms) for name in figures.own_ms_spread]
+        say(f"{app.history:>8} | " + "; ".join(f"{name} {m:.0f} ({lo:.0f}-{hi:.0f})" for name, (m, lo, hi) in times))
     say("\nLangChain's DynamoDBChatMessageHistory per turn (computed request units)")
     for _, _, peer in measured:
         if peer.failure is not None:

@@ -52,14 +52,17 @@ def _memory_rows(figures: dict[str, Any]) -> list[str]:
 def _measured_rows(figures: dict[str, Any]) -> list[str]:
     rows = [
         "| history | channel | turns | model requests | tokens in | tokens out | DynamoDB requests "
-        "(by operation) | RRU | WRU | bytes stored | moto reported | own time, ms (by function) |",
+        "(by operation) | RRU | WRU | bytes stored | moto reported | own time, ms: median (lowest-highest) |",
         "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---|---|",
     ]
     for entry in figures["measured"]:
         for channel in ("app", "sms"):
             m = entry[channel]
             operations = ", ".join(f"{name} {n:.2f}" for name, n in m["by_operation"].items())
-            own = ", ".join(f"{name} {seconds * 1000:.0f}" for name, seconds in m["own_seconds"].items())
+            own = ", ".join(
+                f"{name} {median:.0f} ({low:.0f}-{high:.0f})"
+                for name, (median, low, high) in m["own_ms_spread"].items()
+            )
             rows.append(
                 f"| {m['history']:,} | {channel} | {m['turns']} | {m['model_requests']:.2f} | "
                 f"{m['input_tokens']:,.0f} | {m['output_tokens']:,.0f} | {m['table_requests']:.2f} ({operations}) | "

@@ -245,6 +245,9 @@ class TurnFigures:
     stored_byte_months: float
     sqs_requests: float
     by_operation: dict[str, float] = field(default_factory=dict)  # DynamoDB requests per turn
+    # function: its own milliseconds over the turns as (median, lowest, highest): a timing, so its
+    # spread is shown; the ledger bills the mean (`own_seconds`), as Lambda's bill adds them up
+    own_ms_spread: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
 
 def _per_turn(values: Iterable[float], turns: int) -> float:
@@ -259,11 +262,13 @@ def summarize(channel: str, history: int, turns: list[Turn]) -> TurnFigures:
     queue = [request for turn in turns for request in turn.requests if request.service == "sqs"]
     invocations: Counter[str] = Counter()
     own: defaultdict[str, float] = defaultdict(float)
+    own_each: defaultdict[str, list[float]] = defaultdict(list)
     model_in: defaultdict[str, float] = defaultdict(float)
     for turn in turns:
         for invocation in turn.invocations:
             invocations[invocation.function] += 1
             own[invocation.function] += invocation.own_s
+            own_each[invocation.function].append(invocation.own_s * 1000)
             model_in[invocation.function] += invocation.model_requests
     operations = Counter(request.operation for request in table)
     return TurnFigures(
@@ -287,7 +292,13 @@ def summarize(channel: str, history: int, turns: list[Turn]) -> TurnFigures:
         stored_byte_months=_per_turn((request.stored_byte_months for request in table), count),
         sqs_requests=_per_turn((request.billed_requests for request in queue), count),
         by_operation={name: n / count for name, n in sorted(operations.items())},
+        own_ms_spread={name: spread(values) for name, values in own_each.items()},
     )
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """(median, lowest, highest) of measured values."""
+    return statistics.median(values), min(values), max(values)
 
 
 @dataclass(frozen=True)
