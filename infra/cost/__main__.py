@@ -231,11 +231,16 @@ def _print(console: TextIO, measured: list[Any], comparisons: list[Comparison], 
             + f" {comparison.total:>9.4f}"
         )
     say(
-        "\nMemory per 1,000 turns: ours (DynamoDB) | LangChain's store (DynamoDB) | AgentCore Memory (published prices)"
+        "\nMemory per 1,000 turns: ours (DynamoDB) | LangChain's store (DynamoDB) | AgentCore Memory (published "
+        "prices); then the total per 1,000 turns with each"
     )
-    for comparison in comparisons:
-        peer = "fails (item over 400 KB)" if comparison.peer_memory is None else f"${comparison.peer_memory:.4f}"
-        say(f"{comparison.history:>8} | ${comparison.ours_memory:.4f} | {peer} | ${comparison.agentcore_memory:.4f}")
+    for c in comparisons:
+        peer = "fails (item over 400 KB)" if c.peer_memory is None else f"${c.peer_memory:.4f}"
+        peer_total = "fails" if c.peer_total is None else f"${c.peer_total:.4f}"
+        say(
+            f"{c.history:>8} | ${c.ours_memory:.4f} | {peer} | ${c.agentcore_memory:.4f}; "
+            f"totals ${c.total:.4f} | {peer_total} | ${c.agentcore_total:.4f}"
+        )
 
 
 if __name__ == "__main__":

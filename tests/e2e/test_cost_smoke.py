@@ -63,8 +63,17 @@ def test_the_quick_cost_ledger_runs_and_prices_measured_turns(tmp_path: Path) ->
         lines = [float(value) for value in row[1:10]]
         assert all(value > 0 for value in lines)
         assert float(row[10]) == pytest.approx(sum(lines), abs=1e-3)
-    memory = re.findall(r"^\s+(\d+) \| \$([\d.]+) \| \$([\d.]+) \| \$([\d.]+)$", out, flags=re.MULTILINE)
+    memory = re.findall(
+        r"^\s+(\d+) \| \$([\d.]+) \| \$([\d.]+) \| \$([\d.]+); totals \$([\d.]+) \| \$([\d.]+) \| \$([\d.]+)$",
+        out,
+        flags=re.MULTILINE,
+    )
     assert [int(row[0]) for row in memory] == [20, 200]
+    for row, priced in zip(memory, dollars, strict=True):
+        ours, theirs, agentcore, total, peer_total, agentcore_total = (float(value) for value in row[1:])
+        assert total == pytest.approx(float(priced[10]), abs=1e-3)
+        assert peer_total - total == pytest.approx(theirs - ours, abs=1e-3)  # only the memory differs
+        assert agentcore_total - total == pytest.approx(agentcore - ours, abs=1e-3)
 
     figures = json.loads((out_dir / "cost.json").read_text(encoding="utf-8"))
     assert figures["quick"] is True
