@@ -126,6 +126,22 @@ def too_large(error: ClientError) -> bool:
     return "size" in str(error.response.get("Error", {}).get("Message", "")).lower()
 
 
+def run_unless_too_large(
+    peer: PeerHistory | None, action: Callable[[PeerHistory], None]
+) -> tuple[PeerHistory | None, str | None]:
+    """`action` on the peer's store, unless its item has already failed (None); once DynamoDB
+    refuses the item as too large, (None, why): the peer's turns fail from then on."""
+    if peer is None:
+        return None, None
+    try:
+        action(peer)
+    except ClientError as error:
+        if not too_large(error):
+            raise
+        return None, f"fails: {error.response.get('Error', {}).get('Message', '')}"
+    return peer, None
+
+
 def find_peer_limit(upper: int) -> int:
     """The most seeded messages one peer item holds: a bisection over put_item."""
     low, high = 0, upper
@@ -187,15 +203,8 @@ class _Point:
         self._peer_guarded(lambda peer: peer.turn())
 
     def _peer_guarded(self, action: Callable[[PeerHistory], None]) -> None:
-        if self.peer is None:
-            return
-        try:
-            action(self.peer)
-        except ClientError as error:
-            if not too_large(error):
-                raise
-            self.peer = None
-            self.peer_failure = f"fails: {error.response.get('Error', {}).get('Message', '')}"
+        self.peer, failure = run_unless_too_large(self.peer, action)
+        self.peer_failure = failure or self.peer_failure
 
     def result(self) -> GrowthPoint:
         ours = _turns(self.ours_ms, self.ours_io)

@@ -24,10 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from botocore.exceptions import ClientError
-
 from infra.bedrock_emulator import BedrockEmulator
-from infra.benchmark.store_growth import PeerHistory, too_large
+from infra.benchmark.store_growth import PeerHistory, run_unless_too_large
 from infra.cost.meter import Meter, Metered
 from infra.lambda_runner import invoke
 from infra.twilio_emulator import TwilioEmulator, webhook_form
@@ -199,15 +197,8 @@ class PeerSession:
         self._guard(lambda peer: peer.seed(history))
 
     def _guard(self, action: Callable[[PeerHistory], None]) -> None:
-        if self._peer is None:
-            return
-        try:
-            action(self._peer)
-        except ClientError as error:
-            if not too_large(error):
-                raise
-            self._peer = None
-            self.failure = f"fails: {error.response.get('Error', {}).get('Message', '')}"
+        self._peer, failure = run_unless_too_large(self._peer, action)
+        self.failure = failure or self.failure
 
     def turn(self) -> PeerTurn | None:
         """One turn, or None once the item no longer fits."""
