@@ -4,6 +4,7 @@ and AgentCore Memory. Writes cost.md, cost.json and cost.png to DIR (default .lo
 regenerates the committed ones) and the log lines to DIR/cost.log. See infra/cost/__init__.py."""
 
 import argparse
+import os
 import sys
 import time
 from dataclasses import asdict
@@ -31,7 +32,7 @@ from infra.cost.turns import (
     summarize_peer,
 )
 from infra.errors import LocalToolError, run_tool
-from infra.local_stack import IDEMPOTENCY_TABLE_NAME, TABLE_LOGICAL_ID, LocalStack
+from infra.local_stack import DEFAULT_TABLE_NAME, IDEMPOTENCY_TABLE_NAME, TABLE_LOGICAL_ID, LocalStack
 from infra.template import function_architecture, function_memory_mb, table_ttl_attribute
 from infra.terminal import Progress, logs_to
 from onboarding.composition import build_repositories
@@ -83,13 +84,9 @@ def run(args: argparse.Namespace, console: TextIO) -> int:
     memory_mb = {function: function_memory_mb(function) for function in FUNCTIONS}
     if any(function_architecture(function) != "arm64" for function in FUNCTIONS):
         raise LocalToolError("the ledger prices Lambda on Arm (arm64); template.yaml says otherwise")
+    assumptions = _assumptions(args)  # bad input is refused before the stack starts
     with Progress("cost", 1 + 3 * len(histories), "steps") as progress, LocalStack() as stack:
         settings = Settings.from_env()
-        try:
-            assumptions = Assumptions(settings.model_id, args.model_seconds, args.sms_share)
-            model_prices(settings.model_id)
-        except (UnknownModelError, ValueError) as error:
-            raise LocalToolError(str(error)) from None
         driver, meter = _driver(stack)
         progress.note = "warm-up"
         _warm_up(driver, settings)
@@ -126,6 +123,16 @@ def run(args: argparse.Namespace, console: TextIO) -> int:
     write_outputs(figures, args.out)
     print(f"\nWrote cost.md, cost.json and cost.png to {args.out}/", file=console)
     return 0
+
+
+def _assumptions(args: argparse.Namespace) -> Assumptions:
+    # The settings the stack's functions will read (the stack names their table when it starts).
+    model_id = Settings.from_env({"TABLE_NAME": DEFAULT_TABLE_NAME, **os.environ}).model_id
+    try:
+        model_prices(model_id)
+        return Assumptions(model_id, args.model_seconds, args.sms_share)
+    except (UnknownModelError, ValueError) as error:
+        raise LocalToolError(str(error)) from None
 
 
 def _driver(stack: LocalStack) -> tuple[TurnDriver, Meter]:
