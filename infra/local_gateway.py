@@ -17,7 +17,7 @@ import base64
 import json
 import threading
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -208,6 +208,24 @@ class GatewayApp:
         await send({"type": "http.response.body", "body": raw})
 
 
+def sqs_event_records(messages: Sequence[Mapping[str, Any]], queue_arn: str, region: str) -> list[dict[str, Any]]:
+    """The `Records` of the event Lambda's SQS event source mapping makes of received messages."""
+    return [
+        {
+            "messageId": m["MessageId"],
+            "receiptHandle": m["ReceiptHandle"],
+            "body": m["Body"],
+            "attributes": m.get("Attributes", {}),
+            "messageAttributes": {},
+            "md5OfBody": m["MD5OfBody"],
+            "eventSource": "aws:sqs",
+            "eventSourceARN": queue_arn,
+            "awsRegion": region,
+        }
+        for m in messages
+    ]
+
+
 class QueuePoller:
     """Lambda's SQS event source mapping, locally: receive, invoke, delete what succeeded."""
 
@@ -238,20 +256,7 @@ class QueuePoller:
             if not messages:
                 continue
             arn = sqs.get_queue_attributes(QueueUrl=self._queue_url, AttributeNames=["QueueArn"])["Attributes"]
-            records: list[dict[str, Any]] = [
-                {
-                    "messageId": m["MessageId"],
-                    "receiptHandle": m["ReceiptHandle"],
-                    "body": m["Body"],
-                    "attributes": m.get("Attributes", {}),
-                    "messageAttributes": {},
-                    "md5OfBody": m["MD5OfBody"],
-                    "eventSource": "aws:sqs",
-                    "eventSourceARN": arn["QueueArn"],
-                    "awsRegion": sqs.meta.region_name,
-                }
-                for m in messages
-            ]
+            records = sqs_event_records(messages, arn["QueueArn"], sqs.meta.region_name)
             try:
                 response = invoke(self._logical_id, {"Records": records})
                 failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}

@@ -78,3 +78,26 @@ def web_adapter_app(logical_id: str) -> tuple[Path, str, str] | None:
     if match is None:
         raise ValueError(f"{logical_id}'s {properties['Handler']} does not start an ASGI app with uvicorn")
     return code_dir, match[1], match[2]
+
+
+def function_memory_mb(logical_id: str) -> int:
+    """A function's `MemorySize`, or the template's `Globals.Function.MemorySize` it inherits."""
+    properties = resource(logical_id)["Properties"]
+    globals_: dict[str, Any] = load_template().get("Globals", {}).get("Function", {})
+    memory = properties.get("MemorySize", globals_.get("MemorySize"))
+    if not isinstance(memory, int):
+        raise ValueError(f"{logical_id} has no MemorySize in template.yaml, nor does Globals.Function")
+    return memory
+
+
+def function_architecture(logical_id: str) -> str:
+    properties = resource(logical_id)["Properties"]
+    globals_: dict[str, Any] = load_template().get("Globals", {}).get("Function", {})
+    architectures = properties.get("Architectures", globals_.get("Architectures", ["x86_64"]))
+    return str(architectures[0])
+
+
+def table_ttl_attribute(logical_id: str) -> str | None:
+    """The attribute a table's TTL reads, if TTL is enabled."""
+    specification = resource(logical_id)["Properties"].get("TimeToLiveSpecification") or {}
+    return specification.get("AttributeName") if specification.get("Enabled") else None

@@ -136,7 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
             {
                 "output": {"message": {"role": "assistant", "content": content}},
                 "stopReason": _stop_reason(reply),
-                "usage": _usage(reply, body),
+                "usage": self.server.emulator.record_usage(_usage(reply, body)),
                 "metrics": {"latencyMs": 1},
             }
         ).encode("utf-8")
@@ -171,7 +171,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.emulator.record_first_token(time.monotonic())
         self._send(encode_event("messageStop", {"stopReason": _stop_reason(reply)}))
         latency_ms = int((time.monotonic() - started) * 1000)
-        self._send(encode_event("metadata", {"usage": _usage(reply, body), "metrics": {"latencyMs": latency_ms}}))
+        usage = self.server.emulator.record_usage(_usage(reply, body))
+        self._send(encode_event("metadata", {"usage": usage, "metrics": {"latencyMs": latency_ms}}))
         self._finish()
 
     def _send(self, frame: bytes) -> None:
@@ -241,6 +242,7 @@ class BedrockEmulator:
         self._requests: list[RecordedRequest] = []
         self._durations: list[float] = []
         self._first_tokens: list[float] = []
+        self._usages: list[dict[str, int]] = []
         self._faults: deque[Fault] = deque()
         self._scripted: deque[CoachReply] = deque()
         self._server = _EmulatorHTTPServer((host, port), self)
@@ -277,6 +279,18 @@ class BedrockEmulator:
     def record_first_token(self, at: float) -> None:
         with self._lock:
             self._first_tokens.append(at)
+
+    @property
+    def usages(self) -> list[dict[str, int]]:
+        """The usage report (`inputTokens`, `outputTokens`) of each answer sent so far, in order: what
+        Bedrock would bill (a turn's share is the new entries; infra.cost reads them)."""
+        with self._lock:
+            return list(self._usages)
+
+    def record_usage(self, usage: dict[str, int]) -> dict[str, int]:
+        with self._lock:
+            self._usages.append(usage)
+        return usage
 
     @property
     def answered(self) -> int:

@@ -84,7 +84,7 @@ class Growth:
         return (last or 0.0) / (first or 1.0)
 
 
-class _PeerHistory:
+class PeerHistory:
     """LangChain's store for one session, with its history written straight in (seeding it turn
     by turn would rewrite the whole item every turn: quadratic, and the point of this comparison)."""
 
@@ -112,20 +112,46 @@ class _PeerHistory:
         self.history.add_messages([HumanMessage(content=QUESTION), AIMessage(content=ANSWER)])
 
 
-def _too_large(error: ClientError) -> bool:
+def create_peer_table(client: Any) -> None:
+    """The table LangChain's store expects: one item per session, keyed by `SessionId`."""
+    client.create_table(
+        TableName=PEER_TABLE,
+        KeySchema=[{"AttributeName": "SessionId", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "SessionId", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def too_large(error: ClientError) -> bool:
     return "size" in str(error.response.get("Error", {}).get("Message", "")).lower()
 
 
-def _peer_limit(upper: int) -> int:
+def run_unless_too_large(
+    peer: PeerHistory | None, action: Callable[[PeerHistory], None]
+) -> tuple[PeerHistory | None, str | None]:
+    """`action` on the peer's store, unless its item has already failed (None); once DynamoDB
+    refuses the item as too large, (None, why): the peer's turns fail from then on."""
+    if peer is None:
+        return None, None
+    try:
+        action(peer)
+    except ClientError as error:
+        if not too_large(error):
+            raise
+        return None, f"fails: {error.response.get('Error', {}).get('Message', '')}"
+    return peer, None
+
+
+def find_peer_limit(upper: int) -> int:
     """The most seeded messages one peer item holds: a bisection over put_item."""
     low, high = 0, upper
     while high - low > 1:
         middle = (low + high) // 2
         try:
-            _PeerHistory(f"limit-{middle}-{time.time_ns()}").seed(middle)
+            PeerHistory(f"limit-{middle}-{time.time_ns()}").seed(middle)
             low = middle
         except ClientError as error:
-            if not _too_large(error):
+            if not too_large(error):
                 raise
             high = middle
     return low
@@ -147,7 +173,7 @@ class _Point:
         self.user_id = f"growth-{history}-{time.time_ns()}"
         seed_history(settings, self.user_id, history)
         self.store, self.limit = store, limit
-        self.peer: _PeerHistory | None = _PeerHistory(f"growth-{history}-{time.time_ns()}")
+        self.peer: PeerHistory | None = PeerHistory(f"growth-{history}-{time.time_ns()}")
         self.peer_failure: str | None = None
         self._peer_guarded(lambda peer: peer.seed(history))
         self.ours_ms: list[float] = []
@@ -176,16 +202,9 @@ class _Point:
         """One peer turn, unless its item has outgrown DynamoDB's limit (then `peer` is None from now on)."""
         self._peer_guarded(lambda peer: peer.turn())
 
-    def _peer_guarded(self, action: Callable[[_PeerHistory], None]) -> None:
-        if self.peer is None:
-            return
-        try:
-            action(self.peer)
-        except ClientError as error:
-            if not _too_large(error):
-                raise
-            self.peer = None
-            self.peer_failure = f"fails: {error.response.get('Error', {}).get('Message', '')}"
+    def _peer_guarded(self, action: Callable[[PeerHistory], None]) -> None:
+        self.peer, failure = run_unless_too_large(self.peer, action)
+        self.peer_failure = failure or self.peer_failure
 
     def result(self) -> GrowthPoint:
         ours = _turns(self.ours_ms, self.ours_io)
@@ -264,17 +283,12 @@ def measure_store_growth(
             settings = Settings.from_env()
             client = boto3.client("dynamodb", region_name=settings.region)
             client.create_table(**table_create_request("ConversationTable", TABLE))
-            client.create_table(
-                TableName=PEER_TABLE,
-                KeySchema=[{"AttributeName": "SessionId", "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": "SessionId", "AttributeType": "S"}],
-                BillingMode="PAY_PER_REQUEST",
-            )
+            create_peer_table(client)
             store = build_repositories(settings)
             orchestrator = OnboardingAgentOrchestrator(store.conversations, build_chat_model(settings), settings)
             points = [_Point(settings, store, settings.history_load_limit, n, transactions, client) for n in histories]
             _measure_points(points, orchestrator, traffic, samples)
-            peer_limit = _peer_limit(max(histories[-1], 20_000))
+            peer_limit = find_peer_limit(max(histories[-1], 20_000))
     finally:
         boto3.DEFAULT_SESSION = saved_session
     return Growth(server, [point.result() for point in points], peer_limit)
