@@ -36,6 +36,7 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 PUBLIC_DOCUMENTS = ("/openapi.json",)
+KEEP_ALIVE_S = 60  # seconds an idle client connection stays open (see LocalGateway)
 logger = Logger(service="local-gateway")
 
 
@@ -288,7 +289,12 @@ class LocalGateway:
         """`wrap`, if given, wraps the gateway's ASGI app (the memory console serves and meters through it)."""
         app: Any = GatewayApp(api_routes())
         app = wrap(app) if wrap is not None else app
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+        # uvicorn closes an idle connection after 5 s, the same age at which httpx and other clients
+        # reuse one: a request sent on it as it closes is lost ("Server disconnected"). API Gateway
+        # keeps idle connections far longer, so the local one does too.
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", access_log=False, timeout_keep_alive=KEEP_ALIVE_S
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True, name="local-gateway")
 
