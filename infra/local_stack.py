@@ -56,6 +56,10 @@ SMS_QUEUE_NAME = "onboarding-sms-local.fifo"
 SAMPLE_WEBHOOK_URL = "https://abc123.execute-api.us-east-1.amazonaws.com/v1/sms"
 TWILIO_AUTH_TOKEN_PARAMETER = "/onboarding-memory/twilio-auth-token"  # noqa: S105 - a parameter name
 LOCAL_REGION = "us-east-1"
+# moto copies its whole table for every transaction, so on a big local table (the benchmark's, a
+# long-lived data file) an answer can take seconds that DynamoDB answers in milliseconds: locally the
+# table client waits longer, and the turn's deadline keeps room for it. A value already set wins.
+LOCAL_TIMEOUTS = {"DYNAMODB_READ_TIMEOUT_S": "10", "TURN_STORE_RESERVE_S": "35", "TURN_DEADLINE_S": "90"}
 # Region and dummy credentials for the local servers; no real AWS credentials are involved.
 LOCAL_AWS_ENVIRONMENT = {
     "AWS_REGION": LOCAL_REGION,
@@ -219,6 +223,7 @@ class LocalStack:
             "TWILIO_AUTH_TOKEN_PARAMETER": TWILIO_AUTH_TOKEN_PARAMETER,
             "TWILIO_API_BASE_URL": self.twilio.url,
             "TWILIO_WEBHOOK_URL": SAMPLE_WEBHOOK_URL if self.api_port is None else f"{self.api_url}/sms",
+            **{name: os.environ.get(name, value) for name, value in LOCAL_TIMEOUTS.items()},
         }
 
     def __enter__(self) -> "LocalStack":

@@ -125,6 +125,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _converse(self, reply: CoachReply, body: dict[str, Any]) -> None:
+        if delay := self.server.emulator.converse_delay_s:
+            time.sleep(delay)
         content: list[dict[str, Any]] = [{"text": reply.text}] if reply.text or not reply.tool_calls else []
         content += [
             {"toolUse": {"toolUseId": call.tool_use_id, "name": call.name, "input": call.input}}
@@ -234,6 +236,7 @@ class BedrockEmulator:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, chunk_delay_s: float = 0.0) -> None:
         self.chunk_delay_s = chunk_delay_s
+        self.converse_delay_s = 0.0  # how long a (non-streamed) Converse answer takes, e.g. a summary
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._durations: list[float] = []

@@ -48,6 +48,9 @@ RUN_BY = {
     "uv run python -m infra.invoke SmsWebhookFunction -e events/sms_webhook.json": LOCAL,
     "uv run python -m infra.invoke SmsWorkerFunction -e events/sms_worker.json": LOCAL,
     "uv run python -m infra.inspect_prompt local-user": LOCAL,
+    "uv run python -m infra.console     # the local stack, with a page at http://127.0.0.1:3000/console/": (
+        "test_the_console_command_as_written"
+    ),
     "uv run python -m infra.fidelity --quick": "test_fidelity_smoke.py",
     "uv run python -m infra.benchmark --quick": "test_benchmark_smoke.py",
 }  # fmt: skip
@@ -159,6 +162,35 @@ def test_the_local_development_commands_as_written(tmp_path: Path) -> None:
     assert stack.returncode == 0, stderr.decode()[-2000:]
     assert (here / ".local" / "dynamodb.jsonl").stat().st_size > 0
     assert not (here / ".local" / "dynamodb.stack.json").exists()
+
+
+@pytest.mark.skipif(
+    not all(port_is_free("127.0.0.1", port) for port in DEFAULT_PORTS),
+    reason="the README's commands use the default ports 8000-8002 and 3000, and one is taken here",
+)
+def test_the_console_command_as_written(tmp_path: Path) -> None:
+    """The console's line as the README writes it: its page answers where the comment says, and
+    Ctrl-C stops it cleanly and saves the table (what it shares with `infra.local_stack`)."""
+    here = sandbox(tmp_path)
+    console = start_line(readme_line("uv run python -m infra.console"), here)
+    try:
+        banner = read_until(console, b"Ctrl-C stops it and saves the table").decode()
+        assert "Memory console: http://127.0.0.1:3000/console/" in banner
+        page = httpx.get("http://127.0.0.1:3000/console/", timeout=30)
+        assert page.status_code == 200
+        assert "text/html" in page.headers["content-type"]
+        chat = httpx.post(
+            "http://127.0.0.1:3000/chat",
+            json={"message": "Hi"},
+            headers={"Authorization": "Bearer me", "Accept": "text/event-stream"},
+            timeout=60,
+        )
+        assert "event: done" in chat.text
+    finally:
+        console.send_signal(signal.SIGINT)
+        _, stderr = console.communicate(timeout=60)
+    assert console.returncode == 0, stderr.decode()[-2000:]
+    assert (here / ".local" / "dynamodb.jsonl").stat().st_size > 0
 
 
 def _run(*arguments: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

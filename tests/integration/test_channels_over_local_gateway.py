@@ -4,8 +4,10 @@ moto server (DynamoDB, SQS, SSM), the Bedrock emulator and the Twilio stand-in."
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlencode
 
+import boto3
 import httpx
 import pytest
 
@@ -78,6 +80,43 @@ def test_a_spoofed_context_header_cannot_borrow_another_users_identity(gateway_s
     }
     history = HTTP.get(f"{gateway_stack.api_url}/history", headers=spoofed).json()
     assert history["messages"] == []
+
+
+def _partition(stack: LocalStack, user_id: str) -> list[dict[str, Any]]:
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=stack.dynamodb.url)
+    items: list[dict[str, Any]] = client.query(
+        TableName=stack.table_name,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"USER#{user_id}"}},
+        ConsistentRead=True,
+    )["Items"]
+    return items
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("POST", "/chat"), ("GET", "/history"), ("POST", "/phone-links"), ("GET", "/phones"),
+                         ("DELETE", "/me")],
+)  # fmt: skip
+def test_every_route_serves_the_token_s_user_whatever_context_header_is_sent(
+    gateway_stack: LocalStack, user_id: str, method: str, path: str
+) -> None:
+    """Through the gateway the Authorization header decides the user: A, sending a context header
+    that names B, reaches only A on every route, the erase route included, and B's items stay as
+    they were, byte for byte."""
+    a, b = f"a-{user_id}", f"b-{user_id}"
+    said = HTTP.post(f"{gateway_stack.api_url}/chat", json={"message": "B's private knee story"}, headers=bearer(b))
+    assert said.status_code == 200
+    before = _partition(gateway_stack, b)
+    spoofed = bearer(a) | {"x-amzn-request-context": json.dumps({"authorizer": {"claims": {"sub": b}}})}
+    body = {"json": {"message": "hi"}} if path == "/chat" else {}
+    answered = HTTP.request(method, f"{gateway_stack.api_url}{path}", headers=spoofed, **body)  # type: ignore[arg-type]
+    assert answered.status_code in (200, 201), answered.text
+    assert "knee" not in answered.text
+    assert _partition(gateway_stack, b) == before
+    if method == "DELETE":
+        assert answered.json()["total"] == 0  # A had nothing; B's memory was not counted, let alone erased
+    if (method, path) == ("POST", "/chat"):
+        assert _partition(gateway_stack, a) != []
 
 
 def test_a_text_is_answered_by_sms_through_the_queue(gateway_stack: LocalStack) -> None:

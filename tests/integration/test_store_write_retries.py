@@ -69,12 +69,13 @@ def user_items(local_stack: LocalStack, user_id: str) -> list[dict[str, Any]]:
     )["Items"]
 
 
-def test_a_write_that_fails_twice_is_retried_and_stored_once(
+def test_a_message_write_that_fails_twice_is_retried_and_stored_once(
     store_with_faults: Callable[[str, int], tuple[Repositories, list[str]]],
     local_stack: LocalStack,
     user_id: str,
 ) -> None:
-    store, sent = store_with_faults("PutItem", 2)
+    """A message is written in a transaction (with its erasure guard), so its faults are there."""
+    store, sent = store_with_faults("TransactWriteItems", 2)
     message = store.writes.append_message(user_id, "user", "I'm a beginner")
     assert len(sent) == 3
     assert [item["sk"]["S"] for item in user_items(local_stack, user_id)] == [

@@ -99,9 +99,24 @@ def _captured_lines(report: pytest.TestReport) -> Iterator[tuple[str, dict[str, 
                     parsed = json.loads(line)
                 except ValueError:
                     parsed = None
-                if isinstance(parsed, dict) and "level" in parsed and "message" in parsed:
+                if isinstance(parsed, dict) and (
+                    ("level" in parsed and "message" in parsed) or isinstance(parsed.get("_aws"), dict)
+                ):
                     record = parsed
             yield line, record
+
+
+def metric_problems_in(line: str, record: dict[str, Any], said: list[str]) -> list[str]:
+    """What is wrong with one metrics line (CloudWatch's embedded metric format): its `_aws` block
+    holds only our metric names and units ("Milliseconds" holds "second" by coincidence), so only
+    the values beside it, which a metric call could have filled from a request, are searched."""
+    found = []
+    if PHONE.search(line):
+        found.append("a phone number")
+    values = "\n".join(json.dumps(value, ensure_ascii=False) for key, value in record.items() if key != "_aws")
+    if any(text in values or json.dumps(text)[1:-1] in values for text in said):
+        found.append("a user's message text")
+    return found
 
 
 def plain_problems_in(line: str, said: list[str], known: set[str] = KNOWN_MESSAGES) -> list[str]:
@@ -189,6 +204,9 @@ def pytest_runtest_makereport(
             findings.extend(
                 f"a line that is not a structured log line: {problem}" for problem in plain_problems_in(line, said)
             )
+            continue
+        if "_aws" in record and "message" not in record:
+            findings.extend(f"a metrics line: {problem}" for problem in metric_problems_in(line, record, said))
             continue
         for problem in problems_in(line, record, said):
             findings.append(f"{record.get('level')} {record.get('message')!r} ({sorted(record)}): {problem}")

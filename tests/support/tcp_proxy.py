@@ -10,7 +10,9 @@ Modes, switchable while it runs:
 
 `drop_next(n)` drops the next `n` responses and passes the rest; `drop_when(marker, n)` drops the
 responses of the next `n` requests whose bytes contain `marker` (a request carrying a given
-operation or item), so a test loses exactly the answer it means to. Only loopback addresses are used.
+operation or item), so a test loses exactly the answer it means to; `cut_when(marker, n)` cuts the
+connection of the next `n` such requests before they reach the server (nothing lands). Only
+loopback addresses are used.
 """
 
 import contextlib
@@ -33,6 +35,9 @@ class TcpProxy:
         self._drops_left = 0
         self._marker: bytes | None = None
         self._marked_drops_left = 0
+        self._cut_marker: bytes | None = None
+        self._cuts_left = 0
+        self.cut_requests = 0
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._sockets: list[socket.socket] = []
@@ -55,6 +60,18 @@ class TcpProxy:
     def drop_next(self, count: int) -> None:
         with self._lock:
             self._drops_left = count
+
+    def cut_when(self, marker: bytes, count: int = 1) -> None:
+        with self._lock:
+            self._cut_marker, self._cuts_left = marker, count
+
+    def _take_cut(self, data: bytes) -> bool:
+        with self._lock:
+            if self._cut_marker is not None and self._cut_marker in data and self._cuts_left > 0:
+                self._cuts_left -= 1
+                self.cut_requests += 1
+                return True
+            return False
 
     def drop_when(self, marker: bytes, count: int = 1) -> None:
         with self._lock:
@@ -111,6 +128,11 @@ class TcpProxy:
     def _pump(self, source: socket.socket, sink: socket.socket, marked: threading.Event) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
+                if self._take_cut(data):  # the request never reaches the server
+                    for sock in (source, sink):
+                        with contextlib.suppress(OSError):
+                            sock.close()
+                    return
                 if self._marks(data):
                     marked.set()
                 sink.sendall(data)

@@ -17,6 +17,7 @@ import boto3
 import httpx
 import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
+from botocore.exceptions import EndpointConnectionError
 from pydantic import ValidationError
 from urllib3.response import HTTPResponse
 
@@ -473,14 +474,34 @@ def test_botocore_tries_a_failing_table_call_dynamodb_max_attempts_times(
     store = build_repositories(settings_with(dynamodb_max_attempts=2))
     sent: list[int] = []
 
-    def down(**_: Any) -> AWSResponse:
+    def refused(request: Any, **_: Any) -> AWSResponse:
+        """Raised before moto's own before-send handler runs, so the write never lands."""
         sent.append(1)
-        return _server_error()
+        raise EndpointConnectionError(endpoint_url=request.url)
 
-    built_clients[-1].meta.events.register_first("before-send.dynamodb.TransactWriteItems", down)
+    built_clients[-1].meta.events.register_first("before-send.dynamodb.TransactWriteItems", refused)
     with pytest.raises(StoreError):
         store.writes.append_message("u", "user", "hello")
     assert len(sent) == 2
+    assert dynamodb.scan(TableName=TABLE)["Count"] == 0
+
+
+def test_a_write_answered_only_by_server_errors_after_it_landed_is_found_stored_once(
+    dynamodb: Any, built_clients: list[Any]
+) -> None:
+    """botocore calls every before-send handler: moto behind ours stores the write, and the caller
+    only ever sees 500s. The store looks before it reports a failure, and finds its own item."""
+    store = build_repositories(settings_with(dynamodb_max_attempts=2))
+    sent: list[int] = []
+
+    def lost(**_: Any) -> AWSResponse:
+        sent.append(1)
+        return _server_error()
+
+    built_clients[-1].meta.events.register_first("before-send.dynamodb.TransactWriteItems", lost)
+    message = store.writes.append_message("u", "user", "hello")
+    assert len(sent) == 2
+    assert [item["content"]["S"] for item in dynamodb.scan(TableName=TABLE)["Items"]] == [message.content]
 
 
 @observes("write_attempts")

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.log_audit import KNOWN_MESSAGES, problems_in
+from tests.support.log_audit import KNOWN_MESSAGES, metric_problems_in, plain_problems_in, problems_in
 
 pytestmark = pytest.mark.unit
 
@@ -56,3 +56,51 @@ def test_a_text_that_only_matches_the_lambda_envelope_is_not_reported() -> None:
 def test_a_text_inside_our_own_literal_message_or_a_key_is_not_reported() -> None:
     text, record = line(message="Turn completed", correlation_id="fuzz", reply_chars=148)
     assert problems_in(text, record, said=["urn com", '"fuzz"', "reply_ch"]) == []
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "my knee clicks",  # print(message)
+        "WARNING  root:intake.py:40 user said my knee clicks",  # logging.warning("user said %s", message)
+        "Traceback: ValueError('my knee clicks')",
+        "sending to +15551234567",
+    ],
+)
+def test_a_planted_print_or_plain_log_of_what_a_user_said_is_found(planted: str) -> None:
+    assert plain_problems_in(planted, said=["my knee clicks"]) != []
+
+
+def test_our_own_literal_message_in_a_plain_log_line_is_not_reported() -> None:
+    assert plain_problems_in("INFO  onboarding.turns:turns.py:120 Turn completed", said=["urn com"]) == []
+
+
+def _metrics_line(**values: Any) -> tuple[str, dict[str, Any]]:
+    record = {
+        "_aws": {
+            "Timestamp": 1795604342814,
+            "CloudWatchMetrics": [
+                {
+                    "Namespace": "OnboardingMemory",
+                    "Dimensions": [["service"]],
+                    "Metrics": [{"Name": "TurnLatency", "Unit": "Milliseconds"}],
+                }
+            ],
+        },
+        "service": "onboarding-memory",
+        "TurnLatency": [12.5],
+    } | values
+    return json.dumps(record), record
+
+
+def test_a_metrics_line_is_not_reported_for_its_metric_names_and_units() -> None:
+    """A user who wrote "second" must not match the unit "Milliseconds"."""
+    text, record = _metrics_line()
+    assert metric_problems_in(text, record, said=["second", "TurnLatency"]) == []
+
+
+def test_a_metrics_line_carrying_a_user_text_or_phone_is_found() -> None:
+    text, record = _metrics_line(service="my knee clicks")
+    assert metric_problems_in(text, record, said=["my knee clicks"]) == ["a user's message text"]
+    text, record = _metrics_line(phone="+15551234567")
+    assert metric_problems_in(text, record, said=[]) == ["a phone number"]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from onboarding.model.errors import StoreError
 from onboarding.model.messages import Message
 from onboarding.persistence.calls import Transaction, TransactionCancelled, store_call
 from onboarding.persistence.keys import erased_key, new_message_id
@@ -89,8 +90,9 @@ def stored_as_written(client: "DynamoDBClient", table: str, item: Mapping[str, A
 def run_once(client: "DynamoDBClient", transaction: Transaction, what: str, probe: str) -> None:
     """Run `transaction`, one of whose Puts, named `probe`, writes a new key. If it is cancelled
     because that key is taken and the stored item is exactly ours, our own earlier try landed (its
-    answer was lost): that is success, and nothing is written twice. Any other cancellation is
-    raised for the caller to read (after a short pause when it was only a conflict with another
+    answer was lost): that is success, and nothing is written twice. The same holds when no try got
+    an answer at all: the store looks before it reports a failure. Any other cancellation is raised
+    for the caller to read (after a short pause when it was only a conflict with another
     transaction, which wrote nothing)."""
     try:
         transaction.run(client, what)
@@ -100,3 +102,12 @@ def run_once(client: "DynamoDBClient", transaction: Transaction, what: str, prob
         if cancelled.conflicted and not cancelled.failed:
             time.sleep(_JITTER.uniform(*_CONFLICT_BACKOFF_S))
         raise
+    except StoreError:
+        # No answer at all (every try's answer lost, or a 500 after it landed): the outcome is
+        # unknown, so look. If that read fails too, the write is reported as failed.
+        try:
+            landed = stored_as_written(client, transaction.table, transaction.put_of(probe))
+        except StoreError:
+            landed = False
+        if not landed:
+            raise
