@@ -26,7 +26,7 @@ message_ids = st.text(alphabet="0123456789", min_size=4, max_size=4)
 @st.composite
 def answers(draw: st.DrawFn) -> Any:
     """An answer in either stored shape: a plain string (written before provenance), or a record
-    with where it was said and earlier values (decision 0018)."""
+    with where it was said and earlier values (decision 0019)."""
     if draw(st.booleans()):
         return draw(words)
     earlier = draw(st.lists(st.tuples(words, message_ids, times), max_size=2))

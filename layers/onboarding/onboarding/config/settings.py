@@ -74,7 +74,7 @@ class Limits(_FromEnv):
     link_code_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)  # ... in this many seconds
     profile_value_chars: int = Field(default=300, ge=20, le=4000)
     profile_other_facts: int = Field(default=20, ge=0, le=200)
-    # Earlier values kept per answer after corrections (the first one always stays; decision 0018).
+    # Earlier values kept per answer after corrections (the first one always stays; decision 0019).
     answer_history_values: int = Field(default=10, ge=1, le=100)
     write_attempts: int = Field(default=3, ge=1, le=10)  # fresh keys after a key collision
     erase_batch_attempts: int = Field(default=8, ge=1, le=20)

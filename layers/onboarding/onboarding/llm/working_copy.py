@@ -7,7 +7,7 @@ versioned write refused ours), the same changes are applied again on what that t
 (`rebased`): two turns saving different answers at once keep both, the same answer twice is one.
 
 Each answer keeps the client message it came from (`source`) and, when a later message changes
-it, its earlier values (onboarding.model.answers; decision 0018).
+it, its earlier values (onboarding.model.answers; decision 0019).
 """
 
 import json

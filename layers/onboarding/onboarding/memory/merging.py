@@ -5,7 +5,7 @@ are merged, and the SMS conversation joins the app user's timeline. Pure rules, 
 for every input (tests/property):
 
 - answers: the app user's value wins where both answered an item, the SMS value then kept as an
-  earlier value of it (with where it was said: decision 0018); the SMS answers fill the gaps;
+  earlier value of it (with where it was said: decision 0019); the SMS answers fill the gaps;
 - the step: the first one not completed by the merged answers; onboarding is complete only when
   every step is;
 - profile: the app user's fields win; the SMS fields fill the gaps; free-form facts are joined;

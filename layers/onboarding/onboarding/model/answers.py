@@ -1,5 +1,5 @@
 """Owns one saved onboarding answer as `agent_context` stores it: its value, where and when the
-client said it, and the values it replaced (docs/decisions/0018-answers-with-provenance.md).
+client said it, and the values it replaced (docs/decisions/0019-answers-with-provenance.md).
 
 Stored (inside the state item's `agent_context` JSON, under `{step: {field: ...}}`):
 
