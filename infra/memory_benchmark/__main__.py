@@ -8,7 +8,8 @@ Each conversation is replayed through the local stack (infra.memory_benchmark.re
 question, what the model got is scored: evidence recall, current values after corrections, prompt
 tokens. Offline the model is the scripted coach, so no answer accuracy is claimed, and facts
 carried only by the summary are reported apart (the emulator wrote that summary).
-Writes memory-benchmark.json to --out (default .local/).
+Writes memory-benchmark.md, .png, .json and .log to --out (default .local/); `--report JSON`
+rewrites the report from a saved memory-benchmark.json.
 """
 
 import argparse
@@ -22,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from infra.local_stack import LocalStack
+from infra.memory_benchmark import report
 from infra.memory_benchmark.dataset import Conversation, DatasetError, load
 from infra.memory_benchmark.replay import BASELINES, QuestionResult, Replayer
 from infra.memory_benchmark.synthetic import conversations
@@ -121,6 +123,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--conversations", type=int, default=10)
     p.add_argument("--data", type=Path, help="a file in LoCoMo's layout instead of the synthetic conversations")
     p.add_argument("--aws", action="store_true", help="real Bedrock with an LLM judge (not built yet)")
+    p.add_argument("--report", type=Path, help="only rewrite the report from a memory-benchmark.json")
     p.add_argument("--out", type=Path, default=Path(".local"))
     p.add_argument("-v", "--verbose", action="store_true", help="print the log lines instead of writing them")
     return p
@@ -131,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.aws:
         print("--aws is not built yet: the offline benchmark claims no answer accuracy.", file=sys.stderr)
         return 2
+    if args.report:
+        found = json.loads(args.report.read_text(encoding="utf-8"))["figures"]
+        report.write(found, table(found), args.out, found.get("command", "uv run python -m infra.memory_benchmark"))
+        print("\n".join(table(found)))
+        return 0
     try:
         chosen: list[Conversation] = (
             load(args.data)
@@ -148,18 +156,25 @@ def main(argv: list[str] | None = None) -> int:
     turns = sum(c.client_turns + len(c.questions) for c in chosen)
     results: list[QuestionResult] = []
     with logs_to(None if args.verbose else out / "memory-benchmark.log") as console:
-        with (
-            tempfile.TemporaryDirectory() as scratch,
-            LocalStack(data_file=Path(scratch) / "table.jsonl", api_port=0) as stack,
-            Progress("memory benchmark", turns, "turns") as progress,
-        ):
+        with Progress("memory benchmark", turns, "turns") as progress:
             for number, conversation in enumerate(chosen):
-                results += Replayer(stack, conversation, GAP_S + 0.2, number).run(TOKEN_BUDGET, progress)
+                # A stack (and table) per conversation: moto copies its whole table on every
+                # transaction, so one table for all would slow each turn as the run goes on.
+                with (
+                    tempfile.TemporaryDirectory() as scratch,
+                    LocalStack(data_file=Path(scratch) / "table.jsonl", api_port=0) as stack,
+                ):
+                    results += Replayer(stack, conversation, GAP_S + 0.2, number).run(TOKEN_BUDGET, progress)
         found = figures(results)
+        found["command"] = "uv run python -m infra.memory_benchmark " + " ".join(
+            argv if argv is not None else sys.argv[1:]
+        )
+        report.write(found, table(found), out, str(found["command"]).strip())
         (out / "memory-benchmark.json").write_text(
             json.dumps({"figures": found, "questions": [asdict(r) for r in results]}, indent=1), encoding="utf-8"
         )
         print("\n".join(table(found)), file=console)
+        print(f"\nReport and plot: {out / 'memory-benchmark.md'}, {out / 'memory-benchmark.png'}", file=console)
     return 0
 
 

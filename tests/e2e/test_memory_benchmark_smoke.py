@@ -25,4 +25,12 @@ def test_the_quick_memory_benchmark_recalls_the_evidence_and_never_a_stale_value
     assert figures["ours_recall_with_summary"] == figures["answerable"]
     assert figures["ours_updates_current"] == figures["updates"] == 4
     assert figures["window-15_recall"] < figures["answerable"]
+    out_dir = tmp_path / ".local"
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "memory-benchmark.json",
+        "memory-benchmark.log",
+        "memory-benchmark.md",
+        "memory-benchmark.png",
+    ]
+    assert (out_dir / "memory-benchmark.png").read_bytes().startswith(b"\x89PNG")
     assert re.search(r"^memory benchmark \[#+\] 100% (\d+)/\1 turns", completed.stderr, re.MULTILINE)
