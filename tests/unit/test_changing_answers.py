@@ -125,6 +125,15 @@ async def test_start_over_after_onboarding_starts_it_again_and_keeps_the_answers
     await _onboard(harness)
     done = harness.store.conversations.load_turn("u", 0).state
     assert done.onboarding_complete
+    # After onboarding the coach keeps coaching from the saved plan, read from its prompt.
+    days = read_answer(done.agent_context["scheduling"]["training_days"])
+    assert days is not None
+    reply = await harness.say("What does my plan say about my training days?")
+    assert f"training days: {days.value}" in reply.split("From your plan: ", 1)[1]
+    assert "How can I help you today?" not in reply
+    recap = await harness.say("What do you know about me?")
+    assert "Here's what I have: Name: Alexandra" in recap  # from the prompt's profile and answers
+    assert f"training days: {days.value}" in recap
     assert await harness.say("start over") == RESTART_REPLY
     state = harness.store.conversations.load_turn("u", 0).state
     assert not state.onboarding_complete
