@@ -191,8 +191,10 @@ class Replayer:
                         progress.advance(note=f"{self.conversation.sample_id} session {session.number}")
         time.sleep(self.gap_s)
         results = []
+        # The baselines see the conversation as it stood before the questions: what the coach
+        # answered to earlier questions came from our memory, and would lend it to them.
+        before = list(self.transcript)
         for question in self.conversation.questions:
-            before = list(self.transcript)
             requests = self.say(question.question, "app")
             baselines, full = score_baselines(question, self.conversation, before, budget)
             ours = score_ours(question, self.conversation, requests) if requests else Score(False, 0)

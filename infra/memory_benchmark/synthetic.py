@@ -102,7 +102,8 @@ def conversation(index: int, sessions: int = 10, turns_per_session: int = 30, se
             w.end_session(day, "sms" if len(w.sessions) == 1 else "app", turns_per_session)
             day += timedelta(days=rng.randint(2, 6))
         if i == 12:
-            w.say("start over")  # a reset before onboarding is complete: a new conversation
+            w.say("start over")  # a reset before onboarding is complete: a new conversation,
+            w.say(rng.choice(GREETINGS))  # where the coach asks before the client answers
         w.small_talk(rng.randint(0, 1))
         w.say(answers[key], key)
     weight = answers["age_and_body"].rsplit(", ", 1)[1]
