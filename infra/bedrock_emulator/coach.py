@@ -7,8 +7,11 @@ The coach quotes what it was told and asks the first question that is still open
 lost its history re-asks, and one that kept it moves on.
 
 When the request offers tools (`toolConfig`), the coach uses them the way the app's prompt tells a
-model to: it saves an answer with `save_<step>`, keeps facts with `remember_fact`, and parks an
-evasive answer with `ask_for`; after the tool results come back it answers in text. A request
+model to: it saves an answer with `save_<step>`, keeps facts with `remember_fact`, parks an
+evasive answer with `ask_for`, changes an earlier answer with `correct_answer` and looks one up
+with `answer_history`; after the tool results come back it answers in text. It calls the client
+by the name the prompt gives, recaps what the prompt holds when asked (or when a returning client
+opens a new conversation), and after onboarding answers from the saved plan (memory_talk.py). A request
 whose system prompt starts with `You keep a running summary` is a summarization, answered with the
 updated summary. Everything is a pure function of the request, so tests can assert exact replies.
 """
@@ -17,13 +20,13 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from infra.bedrock_emulator import memory_talk as talk
 from infra.bedrock_emulator.rules import message_text
 
 _FIELD_LINE = re.compile(r"^- (?P<key>[a-z_]+): (?P<question>.+\?)\s*$")
-_KNOWN_LINE = re.compile(r"^- (?:[a-z_]+\.)?(?P<key>[a-z_]+): (?P<value>.+)$")
 _STEP_LINE = re.compile(r"^Current step: (?P<title>[^.]+)\.", re.MULTILINE)
 _WAITING_LINE = re.compile(r"^Waiting for: (?P<key>[a-z_]+)\s*$", re.MULTILINE)
 _QUOTE_CHARS = 60
@@ -118,7 +121,7 @@ def _fields(system: str) -> list[tuple[str, str]]:
 
 
 def _known_values(system: str) -> dict[str, str]:
-    return {m["key"]: m["value"] for line in _section(system, "Already known") if (m := _KNOWN_LINE.match(line))}
+    return {item.split(".", 1)[1]: value for item, value in talk.known_items(system, with_notes=True).items()}
 
 
 def _step_title(system: str) -> str:
@@ -132,11 +135,17 @@ def _open_question_or_done(system: str, known: set[str]) -> str:
         return open_questions[0]
     if fields:
         return f"That's everything I need for the {_step_title(system).lower()} step, thank you!"
-    return "How can I help you today?"
+    return "What would you like to work on next?"
 
 
-def coach_reply(system: str, conversation: Sequence[Turn], saved: frozenset[str] = frozenset()) -> str:
-    """The text-only coach; `saved` adds fields that tool calls in the conversation stored."""
+def coach_reply(
+    system: str,
+    conversation: Sequence[Turn],
+    saved: frozenset[str] = frozenset(),
+    descriptions: Mapping[str, str] | None = None,
+) -> str:
+    """The text-only coach; `saved` adds fields that tool calls in the conversation stored;
+    `descriptions` are the items the correction tool lists (for answers from the saved plan)."""
     fields = _fields(system)
     known = set(_known_values(system)) | saved
     step = _step_title(system)
@@ -154,19 +163,29 @@ def coach_reply(system: str, conversation: Sequence[Turn], saved: frozenset[str]
                 if question in turn.text:
                     answers[key] = following.text
     last = conversation[-1] if conversation else Turn("user", "")
+    said = last.text if last.role == "user" else ""
     parts: list[str] = []
-    if not any(turn.role == "assistant" for turn in conversation):
+    first = not any(turn.role == "assistant" for turn in conversation)
+    returning = first and talk.is_returning(system)
+    if returning:  # a new conversation after earlier ones: greet by name, recap, go on
+        parts += [talk.greeting(system), talk.recap(system)]
+    elif first:
         parts.append(f"Hi, I'm your coach! Let's start with your {step.lower()}.")
     elif last.role == "user":
         parts.append(f"Thanks, noted: “{_quote(last.text)}”.")
+        if talk.RECAP_REQUEST.search(said):
+            parts.append(talk.recap(system))
     if len(answers) > 1:
         parts.append(
             "So far: "
             + "; ".join(f"{key.replace('_', ' ')}: “{_quote(value)}”" for key, value in answers.items())
             + "."
         )
-    parts.append(_open_question_or_done(system, known | set(answers)))
-    return " ".join(parts)
+    if talk.is_complete(system) and not returning and said and not talk.RECAP_REQUEST.search(said):
+        parts.append(talk.plan_reply(said, system, descriptions or {}, _is_question(said)))
+    else:
+        parts.append(_open_question_or_done(system, known | set(answers)))
+    return talk.with_name(system, " ".join(parts))
 
 
 @dataclass(frozen=True)
@@ -182,6 +201,9 @@ class _Tools:
     remember_kinds: frozenset[str] | None = None
     has_remember: bool = False
     has_ask_for: bool = False
+    items: Mapping[str, str] = field(default_factory=dict)  # step.field -> what it is (correct_answer)
+    has_correct: bool = False
+    has_history: bool = False
 
     def save_tool_for(self, key: str) -> _SaveTool | None:
         return next((tool for tool in self.save if key in tool.fields), None)
@@ -209,6 +231,9 @@ def _tools(tool_config: Mapping[str, Any]) -> _Tools:
         remember_kinds=remember_kinds,
         has_remember="remember_fact" in names,
         has_ask_for="ask_for" in names,
+        items=talk.item_descriptions(tool_config),
+        has_correct="correct_answer" in names,
+        has_history="answer_history" in names,
     )
 
 
@@ -223,10 +248,13 @@ def _saved_values(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         if message.get("role") != "assistant":
             continue
         for tool_use in _tool_uses(message):
-            if str(tool_use.get("name", "")).startswith("save_") and isinstance(tool_use.get("input"), Mapping):
-                for key, value in tool_use["input"].items():
+            given = tool_use.get("input")
+            if str(tool_use.get("name", "")).startswith("save_") and isinstance(given, Mapping):
+                for key, value in given.items():
                     if key != "step_complete" and isinstance(value, str) and value.strip():
                         values[key] = value
+            elif tool_use.get("name") == "correct_answer" and isinstance(given, Mapping):
+                values[str(given.get("item", "")).split(".", 1)[-1]] = str(given.get("value", ""))
     return values
 
 
@@ -254,7 +282,9 @@ def _answered_field(system: str, messages: Sequence[Mapping[str, Any]], question
     return waiting["key"] if waiting else None
 
 
-def _facts(text: str, tools: _Tools) -> list[tuple[str, dict[str, Any]]]:
+def _facts(text: str, tools: _Tools, other: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """remember_fact calls for what `text` says about the client; `other`: also a first-person
+    fact that fits no profile field ("my daughter Emma started school")."""
     if not tools.has_remember:
         return []
     calls: list[tuple[str, dict[str, Any]]] = []
@@ -266,6 +296,9 @@ def _facts(text: str, tools: _Tools) -> list[tuple[str, dict[str, Any]]]:
             if any(call_input == {"kind": kind, "value": value} for _, call_input in calls):
                 continue
             calls.append(("remember_fact", {"kind": kind, "value": value}))
+    kinds_allowed = tools.remember_kinds is None or "other" in tools.remember_kinds
+    if other and not calls and kinds_allowed and talk.LIFE_FACT.search(text):
+        calls.append(("remember_fact", {"kind": "other", "value": text}))
     return calls
 
 
@@ -313,16 +346,39 @@ def _recap(system: str, messages: Sequence[Mapping[str, Any]]) -> str:
     return "Recap: " + "; ".join(f"{key.replace('_', ' ')}: {_quote(value)}" for key, value in values.items()) + "."
 
 
+def _last_said(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The client's last words (tool results are user messages without text)."""
+    return next((text for m in reversed(messages) if m.get("role") == "user" and (text := message_text(m))), "")
+
+
+def _tool_outcomes(payloads: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """What corrections and history look-ups came back with, said to the client."""
+    parts: list[str] = []
+    for _, payload in payloads:
+        if isinstance(payload.get("corrected"), str):
+            was = f" (it was “{_quote(str(payload['previous']))}”)" if payload.get("previous") else ""
+            parts.append(
+                f"Updated your {talk.label(payload['corrected'])}: “{_quote(str(payload.get('value')))}”{was}."
+            )
+        elif isinstance(payload.get("item"), str) and ("earlier" in payload or payload.get("never_answered")):
+            parts.append(talk.history_reply(payload))
+    return parts
+
+
 def _after_tool_results(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools) -> CoachReply:
+    """The reply once the tools answered. `system` is the prompt rebuilt after the tools ran, so
+    a name just given is already in it."""
     payloads = _result_payloads(messages[-1])
     if any(payload.get("onboarding_complete") is True for _, payload in payloads):
-        return CoachReply(f"That's everything — your onboarding is complete! {_recap(system, messages)}")
+        done = f"That's everything — your onboarding is complete! {_recap(system, messages)}"
+        return CoachReply(talk.with_name(system, done))
+    parts = _tool_outcomes(payloads)
     next_question = next(
         (p["next_question"] for _, p in payloads if isinstance(p.get("next_question"), str) and p["next_question"]),
         None,
     )
     if next_question is not None:
-        return CoachReply(f"Great, that step is done. {next_question}")
+        return CoachReply(talk.with_name(system, " ".join([*parts, f"Great, that step is done. {next_question}"])))
     calls = {str(use.get("toolUseId")): use for use in _tool_uses(messages[-2])} if len(messages) >= 2 else {}
     questions = _questions(system, tools)
     for tool_use_id, _ in payloads:
@@ -330,44 +386,72 @@ def _after_tool_results(system: str, messages: Sequence[Mapping[str, Any]], tool
         if call is not None and call.get("name") == "ask_for" and isinstance(call.get("input"), Mapping):
             asked = str(call["input"].get("field", ""))
             question = questions.get(asked, asked.replace("_", " "))
-            return CoachReply(f"No problem — when you know, just tell me: {question}")
+            return CoachReply(talk.with_name(system, f"No problem — when you know, just tell me: {question}"))
     values = {**_known_values(system), **_saved_values(messages)}
-    # Quote what this step knows so far, so memory is visible in the conversation itself.
-    so_far = [f"{key.replace('_', ' ')}: “{_quote(values[key])}”" for key, _ in _fields(system) if key in values]
-    recap = f" So far: {'; '.join(so_far)}." if len(so_far) > 1 else ""
-    return CoachReply(f"Got it, thanks.{recap} {_open_question_or_done(system, set(values))}")
+    if not parts:
+        # Quote what this step knows so far, so memory is visible in the conversation itself.
+        so_far = [f"{key.replace('_', ' ')}: “{_quote(values[key])}”" for key, _ in _fields(system) if key in values]
+        parts.append(f"Got it, thanks.{f' So far: {chr(59).join(so_far)}.' if len(so_far) > 1 else ''}")
+    if talk.is_complete(system) and not _tool_outcomes(payloads):
+        said = _last_said(messages)
+        parts.append(talk.plan_reply(said, system, tools.items, _is_question(said)))
+    else:
+        parts.append(_open_question_or_done(system, set(values)))
+    return CoachReply(talk.with_name(system, " ".join(parts)))
+
+
+def _memory_calls(system: str, text: str, tools: _Tools) -> list[tuple[str, dict[str, Any]]]:
+    """A question about how an answer changed looks it up; a message that changes an earlier
+    answer corrects it. Which answer: the one the message shares most words with."""
+    known = talk.known_items(system)
+    if _is_question(text):
+        if tools.has_history and talk.HISTORY_REQUEST.search(text):
+            about = talk.items_about(text, known, tools.items)
+            return [("answer_history", {"item": about[0]})] if about else []
+        return []
+    if tools.has_correct and talk.CORRECTION.search(text):
+        about = [item for item in talk.items_about(text, known, tools.items) if item in known]
+        return [("correct_answer", {"item": about[0], "value": text})] if about else []
+    return []
 
 
 def _tool_turn(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools) -> CoachReply:
     last = messages[-1]
+    conversation = [Turn(str(message["role"]), message_text(message)) for message in messages]
     if last.get("role") != "user":
         # An assistant prefill to continue: nothing was said to act on.
-        conversation = [Turn(str(message["role"]), message_text(message)) for message in messages]
-        return CoachReply(coach_reply(system, conversation, frozenset(_saved_values(messages))))
+        return CoachReply(coach_reply(system, conversation, frozenset(_saved_values(messages)), tools.items))
     if any("toolResult" in block for block in last.get("content", [])):
         # Answering tool results: text only, as the app expects before the client's next message.
         return _after_tool_results(system, messages, tools)
     text = message_text(last).strip()
     saved = _saved_values(messages)
-    planned: list[tuple[str, dict[str, Any]]] = []
-    answered = None if _is_question(text) else _answered_field(system, messages, _questions(system, tools))
+    if talk.RECAP_REQUEST.search(text):
+        return CoachReply(coach_reply(system, conversation, frozenset(saved), tools.items))
+    planned = _memory_calls(system, text, tools)
+    # A name given ("call me Sam") is a fact about the client, never the answer to the question
+    # asked; nor is an aside ("By the way, ...") or a bare "ok".
+    answer = talk.without_name_statements(text)
+    is_answer = bool(answer) and not (
+        planned or _is_question(text) or talk.SIDE_REMARK.search(text) or _is_acknowledgement(answer)
+    )
+    answered = _answered_field(system, messages, _questions(system, tools)) if is_answer else None
     if answered is not None:
         save_tool = tools.save_tool_for(answered)
-        if _EVASIVE.search(text) and tools.has_ask_for:
+        if _EVASIVE.search(answer) and tools.has_ask_for:
             planned.append(("ask_for", {"field": answered}))
         elif save_tool is not None:
             known = set(_known_values(system)) | set(saved) | {answered}
             complete = all(key in known for key in save_tool.fields)
-            planned.append((save_tool.name, {answered: text, "step_complete": complete}))
-    planned += _facts(text, tools)
+            planned.append((save_tool.name, {answered: answer, "step_complete": complete}))
+    planned += _facts(text, tools, other=not planned and not _is_question(text))
     if not planned:
-        conversation = [Turn(str(message["role"]), message_text(message)) for message in messages]
-        return CoachReply(coach_reply(system, conversation, frozenset(saved)))
+        return CoachReply(coach_reply(system, conversation, frozenset(saved), tools.items))
     calls = tuple(
         ToolCall(_tool_use_id(messages, position, name), name, call_input)
         for position, (name, call_input) in enumerate(planned)
     )
-    return CoachReply(f"Thanks, noted: “{_quote(text)}”.", calls)
+    return CoachReply(talk.with_name(system, f"Thanks, noted: “{_quote(text)}”."), calls)
 
 
 def _is_question(text: str) -> bool:

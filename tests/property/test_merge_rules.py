@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from onboarding.llm.prompts import STEP_PROMPTS
 from onboarding.memory.merging import merge_profile, merge_state, merge_summaries
 from onboarding.memory.transcript import transcript_lines
+from onboarding.model.answers import Answer, PreviousValue, read_answer, same_value
 from onboarding.model.messages import Message
 from onboarding.model.profile import PROFILE_FIELDS, UserProfile
 from onboarding.model.records import ConversationSummary
@@ -18,6 +19,27 @@ from onboarding.model.state import ONBOARDING_ORDER, OnboardingState
 pytestmark = pytest.mark.property
 
 words = st.text(alphabet="abcdefghij ", min_size=1, max_size=12).filter(str.strip)
+times = st.integers(0, 10_000).map(lambda minutes: datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=minutes))
+message_ids = st.text(alphabet="0123456789", min_size=4, max_size=4)
+
+
+@st.composite
+def answers(draw: st.DrawFn) -> Any:
+    """An answer in either stored shape: a plain string (written before provenance), or a record
+    with where it was said and earlier values (decision 0020)."""
+    if draw(st.booleans()):
+        return draw(words)
+    earlier = draw(st.lists(st.tuples(words, message_ids, times), max_size=2))
+    previous = tuple(PreviousValue(v, i, t, t) for v, i, t in earlier)
+    return Answer(draw(words), draw(message_ids), draw(times), previous).stored()
+
+
+def said(raw: Any) -> set[tuple[str, str | None]]:
+    """Every value an answer holds, current and earlier, with the message it came from."""
+    answer = read_answer(raw)
+    assert answer is not None
+    values = {(p.value, p.said_in) for p in answer.previous}
+    return values | ({(answer.value, answer.said_in)} if answer.value is not None else set())
 
 
 @st.composite
@@ -25,11 +47,11 @@ def states(draw: st.DrawFn) -> OnboardingState:
     context: dict[str, Any] = {}
     for step in ONBOARDING_ORDER:
         keys = [f.key for f in STEP_PROMPTS[step].fields]
-        answers = {key: draw(words) for key in draw(st.lists(st.sampled_from(keys), unique=True))}
+        answers_ = {key: draw(answers()) for key in draw(st.lists(st.sampled_from(keys), unique=True))}
         if draw(st.booleans()):
-            answers["completed_at"] = "2026-01-01T00:00:00+00:00"
-        if answers:
-            context[step.value] = answers
+            answers_["completed_at"] = "2026-01-01T00:00:00+00:00"
+        if answers_:
+            context[step.value] = answers_
     skipped = draw(
         st.lists(
             st.sampled_from([f"{s.value}.{f.key}" for s in ONBOARDING_ORDER for f in STEP_PROMPTS[s].fields]),
@@ -44,12 +66,23 @@ def states(draw: st.DrawFn) -> OnboardingState:
 def test_no_answer_is_lost_and_the_app_users_answers_win(kept: OnboardingState, joining: OnboardingState) -> None:
     merged = merge_state(kept, joining)
     for source in (kept, joining):
-        for step, answers in source.agent_context.items():
-            for key in answers:
+        for step, saved in source.agent_context.items():
+            for key, raw in saved.items():
                 assert key in merged.agent_context[step]
-    for step, answers in kept.agent_context.items():
-        for key, value in answers.items():
-            assert merged.agent_context[step][key] == value
+                if key != "completed_at":  # every value said, current or earlier, is still there,
+                    kept_values = said(merged.agent_context[step][key])  # with where it was said
+                    for value, said_in in said(raw):
+                        assert (value, said_in) in kept_values or any(same_value(value, v) for v, _ in kept_values)
+    for step, saved in kept.agent_context.items():
+        for key, raw in saved.items():
+            if key == "completed_at":
+                assert merged.agent_context[step][key] == raw
+                continue
+            # The app user's current value wins, with where it was said.
+            mine, ours = read_answer(raw), read_answer(merged.agent_context[step][key])
+            assert mine is not None
+            assert ours is not None
+            assert (ours.value, ours.said_in, ours.said_at) == (mine.value, mine.said_in, mine.said_at)
     open_steps = [s for s in ONBOARDING_ORDER if "completed_at" not in merged.agent_context.get(s.value, {})]
     assert merged.current_agent == (open_steps[0] if open_steps else ONBOARDING_ORDER[-1])
     assert merged.completed_at == (None if open_steps else kept.completed_at or joining.completed_at)

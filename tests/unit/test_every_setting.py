@@ -237,6 +237,20 @@ def test_the_profile_keeps_profile_value_chars_and_profile_other_facts() -> None
     assert default.profile.other_facts == (" ".join(("plays the cello " * 5).split()),)
 
 
+@observes("answer_history_values")
+def test_an_answer_keeps_answer_history_values_earlier_values_and_always_its_first() -> None:
+    def earlier_values(limits: Limits) -> list[str]:
+        memory = WorkingCopy(STEP, OnboardingState(), UserProfile(), limits)
+        for weight in ("80 kg", "79 kg", "78 kg", "77 kg", "76 kg"):
+            memory.correct("fitness_assessment.age_and_body", weight)
+        return [
+            earlier["value"] for earlier in json.loads(memory.history("fitness_assessment.age_and_body"))["earlier"]
+        ]
+
+    assert earlier_values(Limits(answer_history_values=2)) == ["80 kg", "77 kg"]  # the first stays
+    assert earlier_values(Limits()) == ["80 kg", "79 kg", "78 kg", "77 kg"]
+
+
 @observes("conversation_gap_s", "reset_keywords")
 async def test_the_conversation_rules_come_from_the_settings(dynamodb: Any, emulator: BedrockEmulator) -> None:
     now = datetime.now(UTC)

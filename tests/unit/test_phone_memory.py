@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from functions.sms_webhook.app import make_handler
 from infra.twilio_emulator import TwilioEmulator, webhook_form
 from onboarding.config import Settings
+from onboarding.model.answers import answer_value, read_answer
 from onboarding.model.messages import Message, ToolCall
 from onboarding.model.profile import UserProfile
 from onboarding.model.records import ConversationSummary
@@ -88,9 +89,11 @@ def test_linking_joins_what_the_number_texted_to_the_app_user(store: Repositorie
 
     joined = store.conversations.load_turn("app-user", 20)
     answers = joined.state.agent_context[FITNESS]
-    assert answers["fitness_level"] == "intermediate"  # the app user's answer wins...
-    assert answers["current_activity"] == "runs twice"  # ... and the texted one fills the gap
-    assert answers["limitations"] == "none"
+    assert answer_value(answers["fitness_level"]) == "intermediate"  # the app user's answer wins...
+    # ... the texted one is kept as an earlier value of it ...
+    assert [p.value for p in read_answer(answers["fitness_level"]).previous] == ["beginner"]  # type: ignore[union-attr]
+    assert answer_value(answers["current_activity"]) == "runs twice"  # ... and fills the gap
+    assert answer_value(answers["limitations"]) == "none"
     assert (joined.profile.name, joined.profile.goals, joined.profile.limitations) == ("Sam", "5k", "a sore knee")
     contents = [m.content for m in joined.messages]
     assert "I'm a beginner, I run twice a week" in contents
@@ -124,7 +127,7 @@ async def test_a_merge_that_fails_is_finished_before_the_next_text_is_answered(
     # the app user, after the texted memory has joined it.
     await SmsResponder(service, store, sender_for(twilio)).respond(request("SM-next", "hi", user_id=sms_user))
     joined = store.conversations.load_turn("app-user", 20)
-    assert joined.state.agent_context[FITNESS]["current_activity"] == "runs twice"
+    assert answer_value(joined.state.agent_context[FITNESS]["current_activity"]) == "runs twice"
     assert "hi" in [m.content for m in joined.messages]
     assert store.conversations.load_turn(sms_user, 20).messages == ()
     owner = store.phones.find_owner(PHONE)

@@ -12,6 +12,7 @@ import pytest
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.coach import CoachReply, ToolCall
 from onboarding.composition import build_turn_service
+from onboarding.model.answers import answer_value
 from onboarding.model.state import OnboardingState
 from onboarding.persistence.codec import state_item
 
@@ -48,7 +49,11 @@ async def test_a_commit_that_meets_another_turns_state_keeps_both_answers(
     await run_turn(service, "u", "I'm a beginner")
     answers = store.conversations.load_turn("u", 20).state.agent_context["fitness_assessment"]
     assert commits == [1]
-    assert (answers.get("fitness_level"), answers.get("current_activity")) == ("beginner", "swims")
+    # (answers are records with their provenance since issue 18; their values are what counts here)
+    assert (answer_value(answers.get("fitness_level")), answer_value(answers.get("current_activity"))) == (
+        "beginner",
+        "swims",
+    )
 
 
 async def test_saving_an_answer_already_stored_leaves_one_answer(dynamodb: Any, emulator: BedrockEmulator) -> None:

@@ -5,6 +5,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from onboarding.model.answers import AnswerSource
 from onboarding.model.frozen import FrozenHistory, FrozenMapping
 from onboarding.model.profile import UserProfile
 from onboarding.model.state import OnboardingAgentType, OnboardingState, WaitingFor
@@ -33,6 +34,9 @@ class OnboardingAgentContext(BaseModel):
         waiting_for, skipped, completed_at: the rest of the onboarding state.
         memory_unavailable: the turn could not read its memory (the history read failed): the
             agent works without tools and says so, and nothing of the state is written.
+        message_source: the client message this turn answers (what the tools save is marked with it).
+        returning_since: set when this message opens a new conversation after earlier ones (a gap
+            or a reset): when the last one ended. The prompt then opens with a recap.
     """
 
     model_config = ConfigDict(frozen=True, strict=False, extra="forbid")
@@ -47,6 +51,8 @@ class OnboardingAgentContext(BaseModel):
     skipped: tuple[str, ...] = ()
     completed_at: datetime | None = None
     memory_unavailable: bool = False
+    message_source: AnswerSource | None = None
+    returning_since: datetime | None = None
 
     def onboarding_state(self, step: OnboardingAgentType) -> OnboardingState:
         """The onboarding state this context was built from, at `step`."""

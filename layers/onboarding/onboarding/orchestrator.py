@@ -22,6 +22,7 @@ from onboarding.memory.conversations import conversation_start
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, window_candidates
 from onboarding.metrics import count_metric
+from onboarding.model.answers import AnswerSource
 from onboarding.model.errors import StoreError
 from onboarding.model.messages import Message
 from onboarding.model.records import TurnContext
@@ -85,17 +86,27 @@ class OnboardingAgentOrchestrator:
             loaded = degraded_context(error)
         return self.prepare(user_id, loaded).agent
 
-    def prepare(self, user_id: str, loaded: TurnContext) -> PreparedTurn:
+    def prepare(self, user_id: str, loaded: TurnContext, message: Message | None = None) -> PreparedTurn:
         """The agent for a turn over `loaded`: the window candidates are the current conversation's
-        unsummarized messages; an earlier conversation's unsummarized tail rides with the summary."""
+        unsummarized messages; an earlier conversation's unsummarized tail rides with the summary.
+        `message`: the stored client message the turn answers (its id and time mark what is saved)."""
         messages = loaded.messages
         start = conversation_start(messages, self._clock(), self._limits.conversations)
+        # A new conversation after earlier ones (a gap or a reset): the prompt opens with a recap.
+        returning = messages[-1].created_at if messages and start == len(messages) else None
+        source = AnswerSource(message.message_id or None, message.created_at) if message is not None else None
         through = loaded.summary.through_message_id if loaded.summary else None
         history = window_candidates(messages, start, through)
         carried = [f"- {line}" for line in transcript_lines(carried_over(messages, start, through))]
         summary = "\n".join([*([loaded.summary.text] if loaded.summary else []), *carried]) or None
         agent = self._create_agent(
-            loaded.state.current_agent, loaded.state.agent_context, user_id, history, loaded, summary
+            loaded.state.current_agent,
+            loaded.state.agent_context,
+            user_id,
+            history,
+            loaded,
+            summary,
+            {"message_source": source, "returning_since": returning},
         )
         return PreparedTurn(agent, loaded, start)
 
@@ -113,6 +124,7 @@ class OnboardingAgentOrchestrator:
         conversation_history: Sequence[Message],
         loaded: TurnContext,
         summary: str | None,
+        turn: Mapping[str, Any] | None = None,
     ) -> BaseOnboardingAgent:
         """The agent for `agent_type`; any failure becomes a ValueError with a clear message."""
         try:
@@ -126,6 +138,7 @@ class OnboardingAgentOrchestrator:
                 skipped=loaded.state.skipped,
                 completed_at=loaded.state.completed_at,
                 memory_unavailable=loaded.degraded,
+                **(turn or {}),
             )
             return AGENT_CLASSES[agent_type](context, self._llm, self._limits)
         except Exception as error:

@@ -177,10 +177,11 @@ class Turn:
             return
         agent = self._prepared.agent
         if self._fixed_reply is not None:
-            # A reset: said by us, not the model. The waited-for field goes with the old conversation.
+            # A reset: said by us, not the model. The waited-for field goes with the old conversation
+            # (after a completed onboarding, onboarding starts again).
             yield self._fixed_reply
             agent.produced.append(Message("assistant", self._fixed_reply))
-            agent.working.forget_waiting()
+            agent.working.start_new_conversation()
             await self._commit(self._fixed_reply)
             return
         breaker = self._deps.breaker

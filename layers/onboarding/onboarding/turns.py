@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from aws_lambda_powertools import Logger
 
 from onboarding.config import Limits
-from onboarding.llm.prompts import RESET_REPLY_WITH_STEP, STEP_PROMPTS
+from onboarding.llm.prompts import reset_reply
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.llm.summarizer import Summarizer
 from onboarding.memory.conversations import is_reset_command
@@ -144,12 +144,12 @@ class TurnService:
         ledger: TurnLedger,
         client_message_id: str | None = None,
     ) -> Turn:
-        prepared = self._orchestrator.prepare(user_id, loaded)
+        prepared = self._orchestrator.prepare(user_id, loaded, user_message)
         fixed_reply = None
         if is_reset_command(message, self._limits.reset_keywords):
             logger.info("Reset requested: a new conversation starts")
-            step = prepared.agent.agent_type
-            fixed_reply = RESET_REPLY_WITH_STEP.format(title=STEP_PROMPTS[step].title.lower())
+            complete = prepared.agent.context.completed_at is not None and not loaded.degraded
+            fixed_reply = reset_reply(prepared.agent.agent_type, complete)
         context = prepared.agent.context
         ledger.step = prepared.agent.agent_type.value
         ledger.history_messages = len(context.conversation_history)

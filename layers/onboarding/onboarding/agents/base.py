@@ -73,37 +73,46 @@ class BaseOnboardingAgent(ABC):
         self.limits = limits.prompt
         self._limits = limits
         self.working = self._fresh_working_copy()
+        self._plan: PromptPlan | None = None  # the turn's plan, once its messages are built
         self.produced: list[Message] = []
         """What this turn added after the user's message: tool calls, tool results, the reply."""
         self.input_tokens = self.output_tokens = 0  # the model's usage over every try of the turn
 
     def _fresh_working_copy(self) -> WorkingCopy:
         state = self.context.onboarding_state(self.agent_type)
-        return WorkingCopy(self.agent_type, state, self.context.profile, self._limits)
+        return WorkingCopy(
+            self.agent_type, state, self.context.profile, self._limits, source=self.context.message_source
+        )
 
     def _prompt_facts(self, summary_lines: list[str]) -> PromptFacts:
-        waiting = self.context.waiting_for
+        """The memory the prompt shows: as the turn's tools have left it so far (at the start of
+        a turn, what was loaded)."""
+        state, profile = self.working.state, self.working.profile
+        waiting = state.waiting_for
         return PromptFacts(
-            profile_lines=self.context.profile.render_lines(),
-            address_as=self.context.profile.address_as,
+            profile_lines=profile.render_lines(),
+            address_as=profile.address_as,
             summary="\n".join(summary_lines) or None,
             waiting_for=waiting.field if waiting and waiting.step == self.agent_type else None,
             waiting_attempts=waiting.attempts if waiting else 0,
-            skipped=self.context.skipped,
-            onboarding_complete=self.context.completed_at is not None,
+            skipped=state.skipped,
+            onboarding_complete=state.completed_at is not None,
             memory_unavailable=self.context.memory_unavailable,
+            returning_since=self.context.returning_since,
         )
 
-    def get_system_prompt(self) -> str:
-        """This step's instructions, what is known, the profile and the summary, within the allowance.
+    def get_system_prompt(self, allowance: int | None = None) -> str:
+        """This step's instructions, what is known, the profile and the summary, within the
+        allowance (the settings' system allowance unless a smaller one is given).
 
         The summary is the only part that grows with the conversation, so when the prompt is over
         its allowance the summary's oldest lines go first.
         """
+        most = self.limits.system_allowance if allowance is None else min(allowance, self.limits.system_allowance)
         lines = (self.context.summary or "").splitlines()
         while True:
-            prompt = render_system_prompt(self.agent_type, self.context.agent_context, self._prompt_facts(lines))
-            if count_tokens(prompt) <= self.limits.system_allowance or not lines:
+            prompt = render_system_prompt(self.agent_type, self.working.state.agent_context, self._prompt_facts(lines))
+            if count_tokens(prompt) <= most or not lines:
                 return prompt
             lines = lines[1:]
 
@@ -135,7 +144,18 @@ class BaseOnboardingAgent(ABC):
         """System prompt, the latest history within the budget (at most `window_max_messages`),
         then `message`. Always valid for Bedrock's Converse API: see `alternating_messages`."""
         plan = self.prompt_plan(message)
+        self._plan = plan
         return [SystemMessage(content=plan.system), *alternating_messages(plan.window, message)]
+
+    def _rebuilt_system(self) -> SystemMessage:
+        """The system prompt again, from what the tools just saved ("call me Tom": this very reply
+        says Tom). The turn's window stays; the prompt may grow only into what the budget left
+        over, so the summary's oldest lines give way first, as in `get_system_prompt`."""
+        plan = self._plan
+        if plan is None:  # unreachable: the messages are built before any tool round
+            raise RuntimeError("no prompt plan to rebuild the system prompt within")
+        headroom = plan.budget - plan.total_tokens
+        return SystemMessage(content=self.get_system_prompt(plan.system_tokens - MESSAGE_OVERHEAD_TOKENS + headroom))
 
     async def stream_response(self, message: str) -> AsyncIterator[str]:
         """The coach's reply to `message`, as text chunks in the order the model streams them.
@@ -183,6 +203,7 @@ class BaseOnboardingAgent(ABC):
                 result = await self._run_tool(by_name, call["name"], call["args"])
                 self.produced.append(Message("tool", result, tool_call_id=str(call["id"])))
                 messages.append(ToolMessage(content=result, tool_call_id=str(call["id"])))
+            messages[0] = self._rebuilt_system()
         self.working.finish_turn()
 
     @staticmethod

@@ -74,6 +74,8 @@ class Limits(_FromEnv):
     link_code_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)  # ... in this many seconds
     profile_value_chars: int = Field(default=300, ge=20, le=4000)
     profile_other_facts: int = Field(default=20, ge=0, le=200)
+    # Earlier values kept per answer after corrections (the first one always stays; decision 0020).
+    answer_history_values: int = Field(default=10, ge=1, le=100)
     write_attempts: int = Field(default=3, ge=1, le=10)  # fresh keys after a key collision
     erase_batch_attempts: int = Field(default=8, ge=1, le=20)
     # How long an erase refuses the writes of turns that began before it: longer than a queued
@@ -121,6 +123,7 @@ class Limits(_FromEnv):
         "client_record_lifetime_s": "CLIENT_RECORD_LIFETIME_S",
         "profile_value_chars": "PROFILE_VALUE_CHARS",
         "profile_other_facts": "PROFILE_OTHER_FACTS",
+        "answer_history_values": "ANSWER_HISTORY_VALUES",
         "write_attempts": "DYNAMODB_WRITE_ATTEMPTS",
         "erase_batch_attempts": "ERASE_BATCH_ATTEMPTS",
         "erased_marker_lifetime_s": "ERASED_MARKER_LIFETIME_S",

@@ -7,9 +7,11 @@ the conversation or an earlier step already answered.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from onboarding.model.state import OnboardingAgentType
+from onboarding.model.answers import Answer, step_answers
+from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType
 
 
 @dataclass(frozen=True)
@@ -101,18 +103,64 @@ STEP_PROMPTS: Mapping[OnboardingAgentType, StepPrompt] = {
 }
 
 
+# What each item is, in a few words: how the correction tools list the items of every step.
+ITEM_ABOUT: Mapping[str, str] = {
+    "fitness_level": "fitness level",
+    "current_activity": "current weekly exercise",
+    "limitations": "injuries, pain, health conditions",
+    "age_and_body": "age, height, weight",
+    "primary_goal": "main goal",
+    "target": "success in numbers",
+    "timeline": "target date",
+    "motivation": "why the goal matters",
+    "days_per_week": "training days a week",
+    "session_length": "session length",
+    "equipment": "training place and equipment",
+    "exercise_preferences": "exercises loved or avoided",
+    "dietary_pattern": "diet",
+    "allergies": "food allergies, intolerances",
+    "meals_per_day": "meals a day",
+    "cooking": "cooking time",
+    "training_days": "which weekdays to train",
+    "training_time": "time of day to train",
+    "timezone": "time zone",
+    "check_ins": "check-in frequency and channel",
+}
+
+
+def _known_line(step: str, key: str, answer: Answer) -> str:
+    """`- step.field: value`, with the day the client said it; a corrected value says so (its
+    earlier values are not shown: the answer_history tool gives them when asked)."""
+    line = f"- {step}.{key}: {answer.value}"
+    if answer.said_at is None:
+        return line
+    day = answer.said_at.date().isoformat()
+    return f"{line} (corrected {day}; earlier values: answer_history)" if answer.previous else f"{line} (told {day})"
+
+
 def _render_known(agent_context: Mapping[str, Any], skipped: Sequence[str] = ()) -> list[str]:
-    """What earlier steps stored, as `step.field: value` lines, so it is never asked again."""
+    """What earlier steps stored, as `step.field: value` lines (current values only), so it is
+    never asked again."""
     lines: list[str] = []
-    for step, collected in agent_context.items():
-        if not isinstance(collected, Mapping):
-            continue
-        for key, value in collected.items():
-            if key == "completed_at":
-                continue
-            lines.append(f"- {step}.{key}: {value}")
+    for step in agent_context:
+        for key, answer in step_answers(agent_context, step).items():
+            if answer.answered:
+                lines.append(_known_line(step, key, answer))
     lines.extend(f"- {name}: (the client could not say; do not ask again)" for name in skipped)
     return lines
+
+
+def next_question(
+    step: OnboardingAgentType, agent_context: Mapping[str, Any], skipped: Sequence[str] = ()
+) -> str | None:
+    """The first question of `step` (or a later step) that is still open; None when none is."""
+    for later in ONBOARDING_ORDER[ONBOARDING_ORDER.index(step) :]:
+        answers = step_answers(agent_context, later.value)
+        for field in STEP_PROMPTS[later].fields:
+            answered = field.key in answers and answers[field.key].answered
+            if not answered and f"{later.value}.{field.key}" not in skipped:
+                return field.question
+    return None
 
 
 @dataclass(frozen=True)
@@ -127,6 +175,8 @@ class PromptFacts:
     skipped: Sequence[str] = ()
     onboarding_complete: bool = False
     memory_unavailable: bool = False
+    # Set when this message opens a new conversation after earlier ones: when they last talked.
+    returning_since: datetime | None = None
 
 
 MEMORY_UNAVAILABLE_RULE = (
@@ -144,6 +194,19 @@ ONBOARDING_COMPLETE_STEP = (
     "Onboarding is complete: every step is done. Answer the client's questions about their plan "
     "using what is known below, and never collect onboarding answers again."
 )
+RETURNING_CLIENT = (
+    "Returning client: this message opens a new conversation (you last talked on {day}). Greet them"
+    "{by_name}, recap in one sentence what you know about them (below), then say what comes next: {next}"
+)
+NEXT_WHEN_COMPLETE = "keep coaching them from their saved plan."
+
+
+def _returning(step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: "PromptFacts") -> str:
+    day = memory.returning_since.date().isoformat() if memory.returning_since else "an earlier day"
+    by_name = f" as {memory.address_as}" if memory.address_as else ""
+    question = None if memory.onboarding_complete else next_question(step, agent_context, memory.skipped)
+    upcoming = f"ask “{question}”" if question else NEXT_WHEN_COMPLETE
+    return RETURNING_CLIENT.format(day=day, by_name=by_name, next=upcoming)
 
 
 def _section(header: str, lines: Sequence[str], empty: str = "- nothing yet") -> str:
@@ -168,10 +231,13 @@ def system_prompt_sections(
     memory = memory or PromptFacts()
     prompt = STEP_PROMPTS[step]
     parts = [PromptSection("instructions", "Persona", COACH_PERSONA)]
+    if memory.returning_since is not None and not memory.memory_unavailable:
+        parts.append(PromptSection("instructions", "Returning client", _returning(step, agent_context, memory)))
     if memory.address_as:
         parts.append(PromptSection("profile", "Address as", f"Address the client as {memory.address_as}."))
     if memory.onboarding_complete:
         parts.append(PromptSection("instructions", "Onboarding complete", ONBOARDING_COMPLETE_STEP))
+        parts.append(PromptSection("instructions", "Tools", "Tools:\n" + REMEMBER_RULE + CORRECTION_RULES))
     else:
         collect = "\n".join(f"- {field.key}: {field.question}" for field in prompt.fields)
         parts.append(PromptSection("instructions", "Current step", f"Current step: {prompt.title}. {prompt.purpose}"))
@@ -208,13 +274,22 @@ def save_tool_name(step: OnboardingAgentType) -> str:
     return f"save_{step.value}"
 
 
+CORRECTION_RULES = (
+    "- Call correct_answer when the client changes an answer they gave before (any step); the old "
+    "value is kept as history.\n"
+    "- Call answer_history when the client asks what they said before or how an answer changed."
+)
+REMEMBER_RULE = (
+    "- Call remember_fact whenever the client tells you something about themself worth keeping "
+    "(their name, what to call them, goals, level, injuries, preferences).\n"
+)
 TOOL_RULES = (
     "Tools:\n"
     "- Call {save_tool} as soon as the client answers any item above, with the items they answered; "
     "set step_complete to true once every item is known.\n"
-    "- Call remember_fact whenever the client tells you something about themself worth keeping "
-    "(their name, what to call them, goals, level, injuries, preferences).\n"
-    "- Call ask_for with an item's name when you ask for it and need that exact item next."
+    + REMEMBER_RULE
+    + "- Call ask_for with an item's name when you ask for it and need that exact item next.\n"
+    + CORRECTION_RULES
 )
 
 # What the model reads about its tools (the save tool's items are described by their questions).
@@ -226,6 +301,13 @@ TOOL_TEXTS: Mapping[str, str] = {
     "fact_value": "the fact, in a few words",
     "ask_for": "Say which single item you just asked the client for, so their next message answers it.",
     "ask_for_field": "the item you are asking for",
+    "correct_answer": (
+        "Replace an answer the client gave before (any step, also after onboarding) with what they say now."
+    ),
+    "answer_history": "The current and earlier values of one answer, each with the day the client said it.",
+    "item": "the answer, as step.field (as listed under 'Already known'): {items}",
+    "history_item": "the answer, as step.field (the items correct_answer lists)",
+    "new_value": "the new value, in the client's words",
 }
 
 SUMMARY_SYSTEM_PROMPT = (
@@ -246,4 +328,17 @@ RESET_REPLY = (
     "and the onboarding steps we've finished."
 )
 RESET_REPLY_WITH_STEP = RESET_REPLY + " Let's pick up the {title} step."
+RESTART_REPLY = (
+    "Okay, let's go through your onboarding again from the start. I've kept your earlier answers "
+    "on file, so you can tell me what has changed."
+)
+
+
+def reset_reply(step: OnboardingAgentType, onboarding_complete: bool) -> str:
+    """What a reset command is answered with: after a completed onboarding it starts again."""
+    return (
+        RESTART_REPLY if onboarding_complete else RESET_REPLY_WITH_STEP.format(title=STEP_PROMPTS[step].title.lower())
+    )
+
+
 ONBOARDING_COMPLETE_NOTICE = "Onboarding is complete: tell the client so, and recap their plan in one sentence."

@@ -10,10 +10,18 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, create_model
 
 from onboarding.config import DEFAULT_LIMITS
-from onboarding.llm.prompts import STEP_PROMPTS, TOOL_TEXTS, save_tool_name
+from onboarding.llm.prompts import ITEM_ABOUT, STEP_PROMPTS, TOOL_TEXTS, save_tool_name
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.model.profile import UserProfile
-from onboarding.model.state import OnboardingAgentType, OnboardingState
+from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState
+
+# Every answer of every step, as `step.field`: what correct_answer and answer_history name.
+ITEMS: tuple[str, ...] = tuple(f"{step.value}.{f.key}" for step in ONBOARDING_ORDER for f in STEP_PROMPTS[step].fields)
+_ITEM_TEXT = TOOL_TEXTS["item"].format(
+    items="; ".join(
+        f"{step.value}.{f.key} ({ITEM_ABOUT[f.key]})" for step in ONBOARDING_ORDER for f in STEP_PROMPTS[step].fields
+    )
+)
 
 
 @cache  # a step's schemas never change; building pydantic models each turn cost milliseconds
@@ -36,8 +44,18 @@ class _RememberFact(BaseModel):
     value: str = Field(description=TOOL_TEXTS["fact_value"])
 
 
+class _CorrectAnswer(BaseModel):
+    item: Literal[ITEMS] = Field(description=_ITEM_TEXT)  # type: ignore[valid-type]
+    value: str = Field(description=TOOL_TEXTS["new_value"])
+
+
+class _AnswerHistory(BaseModel):
+    item: Literal[ITEMS] = Field(description=TOOL_TEXTS["history_item"])  # type: ignore[valid-type]
+
+
 def build_tools(working: WorkingCopy) -> list[BaseTool]:
-    """The tools of `working.step`'s agent, bound to `working`. After onboarding only remember_fact."""
+    """The tools of `working.step`'s agent, bound to `working`. After onboarding: remember_fact,
+    correct_answer and answer_history (answers still change; nothing new is collected)."""
     step = working.step
     remember = StructuredTool.from_function(
         func=lambda kind, value: working.remember(kind, value),
@@ -45,8 +63,22 @@ def build_tools(working: WorkingCopy) -> list[BaseTool]:
         description=TOOL_TEXTS["remember_fact"],
         args_schema=_RememberFact,
     )
+    answers = [
+        StructuredTool.from_function(
+            func=lambda item, value: working.correct(item, value),
+            name="correct_answer",
+            description=TOOL_TEXTS["correct_answer"],
+            args_schema=_CorrectAnswer,
+        ),
+        StructuredTool.from_function(
+            func=lambda item: working.history(item),
+            name="answer_history",
+            description=TOOL_TEXTS["answer_history"],
+            args_schema=_AnswerHistory,
+        ),
+    ]
     if working.state.onboarding_complete:
-        return [remember]
+        return [remember, *answers]
     return [
         StructuredTool.from_function(
             func=lambda step_complete=False, **answers: working.save_answers(answers, step_complete),
@@ -61,6 +93,7 @@ def build_tools(working: WorkingCopy) -> list[BaseTool]:
             description=TOOL_TEXTS["ask_for"],
             args_schema=_ask_schema(step),
         ),
+        *answers,
     ]
 
 

@@ -5,6 +5,9 @@ turn that fails changes nothing, and a tool call the turn stored always matches 
 with it. Every change is also logged as an operation, so that when another turn saved first (the
 versioned write refused ours), the same changes are applied again on what that turn stored
 (`rebased`): two turns saving different answers at once keep both, the same answer twice is one.
+
+Each answer keeps the client message it came from (`source`) and, when a later message changes
+it, its earlier values (onboarding.model.answers; decision 0020).
 """
 
 import json
@@ -14,6 +17,7 @@ from typing import Any
 
 from onboarding.config import Limits
 from onboarding.llm.prompts import STEP_PROMPTS
+from onboarding.model.answers import Answer, AnswerSource, read_answer, step_answers
 from onboarding.model.frozen import thaw
 from onboarding.model.profile import FactKind, UserProfile
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState, WaitingFor, next_step
@@ -39,11 +43,15 @@ class WorkingCopy:
         profile: UserProfile,
         limits: Limits,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        source: AnswerSource | None = None,
     ) -> None:
+        """`source`: the client message this turn answers; every value the tools save is marked
+        with it."""
         self.step = step
         self._clock = clock
         self._limits = limits
         self._max_asks = limits.max_asks
+        self.source = source
         self._agent_context: dict[str, Any] = thaw(state.agent_context)
         self._current = state.current_agent
         self._waiting = state.waiting_for
@@ -68,7 +76,7 @@ class WorkingCopy:
         """This turn's changes, applied again in order on `state` and `profile` (what another turn
         stored in between). What the tools answered the model is not re-answered: the stored
         tool results stay what the model saw."""
-        copy = WorkingCopy(self.step, state, profile, self._limits, self._clock)
+        copy = WorkingCopy(self.step, state, profile, self._limits, self._clock, self.source)
         for operation, args in self._operations:
             getattr(copy, operation)(*args)
         return copy
@@ -92,9 +100,21 @@ class WorkingCopy:
         )
 
     def _known(self, step: OnboardingAgentType) -> set[str]:
-        saved = self._agent_context.get(step.value, {})
+        answered = {key for key, answer in step_answers(self._agent_context, step.value).items() if answer.answered}
         skipped = {name.split(".", 1)[1] for name in self._skipped if name.startswith(f"{step.value}.")}
-        return {key for key in saved if key != "completed_at"} | skipped
+        return answered | skipped
+
+    def _store_answer(self, step: OnboardingAgentType, key: str, value: str) -> tuple[Answer, Answer | None]:
+        """Save `value` as `step.key`'s answer, marked with this turn's source; the answer before."""
+        saved = dict(self._agent_context.get(step.value, {}))
+        before = read_answer(saved.get(key))
+        after = (before or Answer(None)).replaced_by(value, self.source, self._limits.answer_history_values)
+        saved[key] = after.stored()
+        self._agent_context[step.value] = saved
+        if (profile_field := PROFILE_MIRROR.get((step, key))) is not None:
+            self.profile = self._remember(profile_field, value)  # type: ignore[arg-type]
+            self.profile_changed = True
+        return after, before
 
     def _missing(self, step: OnboardingAgentType) -> list[str]:
         known = self._known(step)
@@ -109,13 +129,8 @@ class WorkingCopy:
         }
         if self._completed_at is not None:
             return json.dumps({"error": "onboarding is already complete; nothing was saved"})
-        saved = dict(self._agent_context.get(self.step.value, {}))
-        saved.update(given)
-        self._agent_context[self.step.value] = saved
         for key, value in given.items():
-            if (profile_field := PROFILE_MIRROR.get((self.step, key))) is not None:
-                self.profile = self._remember(profile_field, value)  # type: ignore[arg-type]
-                self.profile_changed = True
+            self._store_answer(self.step, key, value)
         if self._waiting is not None and self._waiting.field in given:
             self._waiting = None
         self.state_changed = True
@@ -124,7 +139,8 @@ class WorkingCopy:
         if not step_complete or missing:
             result |= {"step_complete": False, "still_missing": missing}
             return json.dumps(result)
-        saved["completed_at"] = self._clock().isoformat()
+        finished = {**self._agent_context.get(self.step.value, {}), "completed_at": self._clock().isoformat()}
+        self._agent_context[self.step.value] = finished
         following = next_step(self.step)
         if following is None:
             self._completed_at = self._completed_at or self._clock()
@@ -146,6 +162,63 @@ class WorkingCopy:
         self.profile = self._remember(kind, value)
         self.profile_changed = self.profile_changed or self.profile != before
         return json.dumps({"remembered": kind})
+
+    def correct(self, item: str, value: str) -> str:
+        """What `correct_answer` does: the client changed an answer (of any step, also after
+        onboarding); the new value is current and the old one is kept with where it came from."""
+        step, field = _item(item)
+        if step is None or is_blank(value):
+            return json.dumps({"error": f"unknown item {item!r}" if step is None else "no value given"})
+        self._log("correct", item, value)
+        after, before = self._store_answer(step, field, self._clean(value))
+        if self._waiting is not None and self._waiting.step == step and self._waiting.field == field:
+            self._waiting = None
+        self.state_changed = True
+        previous = before.value if before is not None and before.value != after.value else None
+        return json.dumps({"corrected": item, "value": after.value, "previous": previous})
+
+    def history(self, item: str) -> str:
+        """What `answer_history` does (reads only): an item's current value and the earlier ones,
+        each with the date the client said it, for "what did I weigh when I started?"."""
+        step, field = _item(item)
+        if step is None:
+            return json.dumps({"error": f"unknown item {item!r}"})
+        answer = read_answer(self._agent_context.get(step.value, {}).get(field))
+        if answer is None or (answer.value is None and not answer.previous):
+            return json.dumps({"item": item, "never_answered": True})
+        return json.dumps(
+            {
+                "item": item,
+                "current": answer.value,
+                "current_since": _day(answer.said_at),
+                "earlier": [
+                    {"value": p.value, "said": _day(p.said_at), "replaced": _day(p.replaced_at)}
+                    for p in answer.previous
+                ],
+            }
+        )
+
+    def start_new_conversation(self) -> None:
+        """A reset command: the field waited for goes with the old conversation; after a completed
+        onboarding, onboarding starts again from its first step, each answer kept as an earlier
+        value (so nothing is lost, and the coach asks afresh)."""
+        self.forget_waiting()
+        if self._completed_at is None:
+            return
+        self._log("restart_onboarding")
+        self.restart_onboarding()
+
+    def restart_onboarding(self) -> None:
+        at = self.source.at if self.source is not None and self.source.at else self._clock()
+        cleared: dict[str, Any] = {}
+        for step in ONBOARDING_ORDER:
+            answers = step_answers(self._agent_context, step.value)
+            if answers:
+                limit = self._limits.answer_history_values
+                cleared[step.value] = {key: a.cleared(at, limit).stored() for key, a in answers.items()}
+        self._agent_context = cleared
+        self._current, self._waiting, self._skipped, self._completed_at = ONBOARDING_ORDER[0], None, [], None
+        self.state_changed = True
 
     def ask_for(self, field: str) -> str:
         """What `ask_for` does: remember that the next message should answer `field`; after
@@ -187,3 +260,16 @@ class WorkingCopy:
         if self._waiting is not None:
             self._waiting = None
             self.state_changed = True
+
+
+def _item(item: str) -> tuple[OnboardingAgentType | None, str]:
+    """`step.field` as (step, field); (None, "") when it names no item of any step."""
+    step_name, _, field = item.partition(".")
+    step = next((s for s in ONBOARDING_ORDER if s.value == step_name), None)
+    if step is None or field not in {f.key for f in STEP_PROMPTS[step].fields}:
+        return None, ""
+    return step, field
+
+
+def _day(at: datetime | None) -> str | None:
+    return at.date().isoformat() if at is not None else None

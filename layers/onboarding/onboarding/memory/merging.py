@@ -4,7 +4,8 @@ Linking a phone keeps what the person told by text (decision 0015): the answers 
 are merged, and the SMS conversation joins the app user's timeline. Pure rules, so they hold
 for every input (tests/property):
 
-- answers: the app user's value wins where both answered an item; the SMS answers fill the gaps;
+- answers: the app user's value wins where both answered an item, the SMS value then kept as an
+  earlier value of it (with where it was said: decision 0020); the SMS answers fill the gaps;
 - the step: the first one not completed by the merged answers; onboarding is complete only when
   every step is;
 - profile: the app user's fields win; the SMS fields fill the gaps; free-form facts are joined;
@@ -17,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from onboarding.memory.transcript import cap_summary, transcript_lines
+from onboarding.model.answers import is_answered, read_answer
 from onboarding.model.frozen import thaw
 from onboarding.model.messages import Message
 from onboarding.model.profile import PROFILE_FIELDS, UserProfile
@@ -33,8 +35,19 @@ def _completed(context: Mapping[str, Any], step: str) -> bool:
 
 def _answered(context: Mapping[str, Any], name: str) -> bool:
     step, _, field = name.partition(".")
-    answers = context.get(step)
-    return isinstance(answers, Mapping) and field in answers
+    return is_answered(context.get(step), field)
+
+
+def _merge_answers(mine: Mapping[str, Any], other: Mapping[str, Any]) -> dict[str, Any]:
+    """One step's answers: ours win; theirs fill the gaps, or join ours as earlier values."""
+    merged = {**other, **mine}
+    for key in (mine.keys() & other.keys()) - {"completed_at"}:
+        ours, theirs = read_answer(mine[key]), read_answer(other[key])
+        if ours is not None and theirs is not None:
+            joined = ours.joined_with(theirs)
+            if joined != ours:
+                merged[key] = joined.stored()
+    return merged
 
 
 def merge_state(kept: OnboardingState, joining: OnboardingState) -> OnboardingState:
@@ -44,7 +57,7 @@ def merge_state(kept: OnboardingState, joining: OnboardingState) -> OnboardingSt
     for step in dict.fromkeys([*theirs, *ours]):
         mine, other = ours.get(step), theirs.get(step)
         if isinstance(mine, dict) and isinstance(other, dict):
-            context[step] = {**other, **mine}
+            context[step] = _merge_answers(mine, other)
         else:
             context[step] = mine if step in ours else other
     skipped = tuple(n for n in dict.fromkeys([*kept.skipped, *joining.skipped]) if not _answered(context, n))
