@@ -104,3 +104,11 @@ def test_a_metrics_line_carrying_a_user_text_or_phone_is_found() -> None:
     assert metric_problems_in(text, record, said=["my knee clicks"]) == ["a user's message text"]
     text, record = _metrics_line(phone="+15551234567")
     assert metric_problems_in(text, record, said=[]) == ["a phone number"]
+
+
+def test_a_field_holding_one_of_our_string_literals_is_not_a_users_text() -> None:
+    """A fuzzed message "messages" is not found in `"limit": "messages"`, which our code wrote."""
+    text, record = line(message="Refused by the rate limit", limit="messages")
+    assert problems_in(text, record, said=["messages"]) == []
+    text, record = line(message="Refused by the rate limit", limit="my knee clicks")
+    assert "a user's message text" in problems_in(text, record, said=["my knee clicks"])
