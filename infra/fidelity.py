@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 
 from infra.bedrock_emulator.server import RecordedRequest
+from infra.benchmark.stats import percentile
 from infra.local_stack import LocalStack
 from infra.terminal import Progress, logs_to
 from infra.twilio_emulator import post_signed_text
@@ -316,6 +317,7 @@ def summarize(records: Sequence[TurnRecord]) -> dict[str, Any]:
         "baseline_turns_complete": sum(1 for r in scored if len(r.baseline_present) == len(r.needed)),
         "max_prompt_tokens": max((r.prompt_tokens for r in scored), default=0),
         "mean_prompt_tokens": round(sum(r.prompt_tokens for r in scored) / max(1, len(scored))),
+        "p95_prompt_tokens": round(percentile([r.prompt_tokens for r in scored], 95)) if scored else 0,
         "turns_over_budget": sum(1 for r in scored if r.prompt_tokens > TOKEN_BUDGET),
         "budget": TOKEN_BUDGET,
     }
@@ -382,6 +384,26 @@ def table_rows(figures: dict[str, Any]) -> list[str]:
         f"| prompt tokens, mean / max (budget {figures['budget']}) "
         f"| {figures['mean_prompt_tokens']} / {figures['max_prompt_tokens']} | |",
         f"| turns over the budget | {figures['turns_over_budget']} | |",
+        "",
+        "Seed 002's success metrics (the RFC's goals; context retrieval p95 is in docs/benchmark.md):",
+        "",
+        "| metric | goal | measured | |",
+        "|---|---|---|---|",
+        *_success_rows(figures),
+    ]
+
+
+def _success_rows(figures: dict[str, Any]) -> list[str]:
+    budget, turns = figures["budget"], figures["turns_with_model"] or 1
+    mean, p95 = figures["mean_prompt_tokens"], figures["p95_prompt_tokens"]
+    continuity = figures["ours_turns_complete"] / turns
+    return [
+        f"| token efficiency: prompt tokens against the budget ({budget}) | < 40 % | "
+        f"mean {mean} ({100 * mean / budget:.1f} %), p95 {p95} ({100 * p95 / budget:.1f} %) "
+        f"| {'met' if p95 < 0.4 * budget else '**missed**'} |",
+        f"| conversation continuity: turns whose prompt held every fact the turn needs | every turn | "
+        f"{figures['ours_turns_complete']} / {figures['turns_with_model']} ({100 * continuity:.1f} %) "
+        f"| {'met' if continuity == 1 else '**missed**'} |",
     ]
 
 

@@ -25,6 +25,11 @@ def test_the_quick_fidelity_run_keeps_every_needed_fact_within_the_budget(tmp_pa
     assert int(ours[2]) >= 30  # facts were actually needed and checked
     assert int(ours[3]) < int(ours[2])  # the window-only baseline loses some on the same script
     assert "| turns over the budget | 0 |" in out
+    # Seed 002's success metrics, each with its goal and verdict.
+    efficiency = re.search(r"\| token efficiency: .* \| < 40 % \| mean (\d+) \([\d.]+ %\), p95 (\d+) .* \| met \|", out)
+    assert efficiency is not None, out[-2000:]
+    assert 0 < int(efficiency[1]) <= int(efficiency[2])
+    assert re.search(r"\| conversation continuity: .* \| (\d+) / \1 \(100\.0 %\) \| met \|", out)
     sms = re.search(r"\| turns \(model called / all; by SMS\) \| \d+ / \d+; (\d+) \|", out)
     assert sms is not None
     assert int(sms[1]) >= 3
