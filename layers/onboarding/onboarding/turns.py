@@ -18,6 +18,7 @@ from onboarding.llm.resilience import CircuitBreaker
 from onboarding.llm.summarizer import Summarizer
 from onboarding.memory.conversations import is_reset_command
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
+from onboarding.metrics import count_metric
 from onboarding.model.errors import (
     ClientIdConflictError,
     DuplicateMessageIdError,
@@ -52,7 +53,8 @@ def validate_message(message: str, max_bytes: int) -> None:
 
 
 class TurnService:
-    """One method per turn; the breaker it holds outlives the turns it guards (one per instance)."""
+    """One method per turn; the breakers it holds outlive the turns they guard (one per instance):
+    `breaker` guards the model, `store_breaker` the turn's read of the memory (decision 0010)."""
 
     def __init__(
         self,
@@ -61,9 +63,12 @@ class TurnService:
         breaker: CircuitBreaker,
         summarizer: Summarizer | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        *,
+        store_breaker: CircuitBreaker,
     ) -> None:
         self._orchestrator = orchestrator
         self._limits = orchestrator.limits
+        self._store_breaker = store_breaker
         self._deps = TurnDependencies(store, self._limits, breaker, summarizer, clock)
 
     @property
@@ -125,13 +130,23 @@ class TurnService:
         return self._turn(user_id, loaded, message, user_message, deadline, since_ms, ledger, client_message_id)
 
     async def _load(self, user_id: str, exclude_message_id: str | None = None) -> TurnContext:
-        """The turn's one Query; on a failed read, a degraded context (seed 000's degradation)."""
+        """The turn's one Query; on a failed read, a degraded context (seed 000's degradation). While
+        the store's breaker is open the read is not even tried: the turn goes on degraded at once
+        instead of waiting out the client's retries (its writes are still tried; decision 0010)."""
+        breaker = self._store_breaker
+        if not breaker.allows_call():
+            logger.warning("Store circuit open; the turn goes on without reading its memory")
+            count_metric("HistoryLoadSkipped")
+            return TurnContext(degraded=True)
         try:
-            return await asyncio.to_thread(
+            loaded = await asyncio.to_thread(
                 self._deps.store.conversations.load_turn, user_id, self._limits.history_load_limit, exclude_message_id
             )
         except StoreError as error:
+            breaker.record_failure()
             return degraded_context(error)
+        breaker.record_success()
+        return loaded
 
     def _turn(
         self,
