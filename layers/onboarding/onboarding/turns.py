@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from aws_lambda_powertools import Logger
 
+from onboarding.audit import Caller, context_counts, record_access
 from onboarding.config import Limits
 from onboarding.llm.prompts import reset_reply
 from onboarding.llm.resilience import CircuitBreaker
@@ -88,6 +89,7 @@ class TurnService:
         client_message_id: str | None = None,
         received_at: datetime | None = None,
         channel: str = "app",
+        caller: Caller | None = None,
     ) -> Turn:
         """Store the user's message and return the turn, ready to stream the reply.
 
@@ -99,6 +101,7 @@ class TurnService:
         if the user was erased since, nothing of the turn is stored (UserErasedError).
         Raises RateLimitedError, storing nothing, when the user is over the rate limit, and
         MessageOverBudgetError when the message alone is over the prompt's token budget.
+        `caller` is who asks, for the audit trail (by default this function, for a `channel` turn).
         """
         deadline, ledger = Deadline(self._limits.turn_deadline_s), TurnLedger(channel)
         if not user_id:
@@ -106,9 +109,10 @@ class TurnService:
         self._check(message)
         since_ms = int((received_at or self._deps.clock()).timestamp() * 1000)
         store, rate_limit = self._deps.store, self._limits.rate_limit
+        caller = caller or Caller.function(f"{channel}-turn")
         with counting(ledger):
             if client_message_id is None:
-                loaded = await self._load(user_id)
+                loaded = await self._load(user_id, caller)
                 user_message = await asyncio.to_thread(
                     store.writes.append_message, user_id, "user", message, rate_limit, since_ms
                 )
@@ -125,11 +129,11 @@ class TurnService:
                 logger.info("Repeated delivery of an answered message; replaying the stored reply")
                 turn_received(ledger)
                 return Turn.replay(self._deps, claimed, deadline, ledger)
-            loaded = await self._load(user_id, exclude_message_id=claimed.user_message.message_id)
+            loaded = await self._load(user_id, caller, exclude_message_id=claimed.user_message.message_id)
         user_message = claimed.user_message
         return self._turn(user_id, loaded, message, user_message, deadline, since_ms, ledger, client_message_id)
 
-    async def _load(self, user_id: str, exclude_message_id: str | None = None) -> TurnContext:
+    async def _load(self, user_id: str, caller: Caller, exclude_message_id: str | None = None) -> TurnContext:
         """The turn's one Query; on a failed read, a degraded context (seed 000's degradation). While
         the store's breaker is open the read is not even tried: the turn goes on degraded at once
         instead of waiting out the client's retries (its writes are still tried; decision 0010)."""
@@ -146,6 +150,7 @@ class TurnService:
             breaker.record_failure()
             return degraded_context(error)
         breaker.record_success()
+        record_access(caller, user_id, context_counts(loaded))
         return loaded
 
     def _turn(
