@@ -23,6 +23,7 @@ from infra.errors import run_tool
 from infra.local_stack import DEFAULT_DATA_FILE
 from infra.shared_stack import ToolStack, stack_for
 from onboarding.agents.base import PromptPlan
+from onboarding.audit import Caller, context_counts, record_access
 from onboarding.composition import build_orchestrator, build_repositories
 from onboarding.config import Settings
 from onboarding.model.frozen import thaw
@@ -83,19 +84,22 @@ def render(prepared: PreparedTurn, plan: PromptPlan, personal_data: bool, out: T
 
 
 async def load_plan(
-    orchestrator: OnboardingAgentOrchestrator, store: Repositories, user_id: str, message: str
+    orchestrator: OnboardingAgentOrchestrator, store: Repositories, user_id: str, message: str, caller: Caller
 ) -> tuple[PreparedTurn, PromptPlan]:
     """What a turn for `message` would load (one Query) and send the model, as the turn computes it.
-    The memory console shows the same plan, so its counts are this command's."""
+    The memory console shows the same plan, so its counts are this command's. The read is in the
+    audit trail, as `caller`'s."""
     limit = orchestrator.limits.history_load_limit
     loaded = await asyncio.to_thread(store.conversations.load_turn, user_id, limit)
+    record_access(caller, user_id, context_counts(loaded))
     prepared = orchestrator.prepare(user_id, loaded)
     return prepared, prepared.agent.prompt_plan(message)
 
 
 async def inspect(settings: Settings, user_id: str, message: str, personal_data: bool, out: TextIO) -> PromptPlan:
     store = build_repositories(settings)
-    prepared, plan = await load_plan(build_orchestrator(settings, store), store, user_id, message)
+    caller = Caller.command("infra.inspect_prompt")
+    prepared, plan = await load_plan(build_orchestrator(settings, store), store, user_id, message, caller)
     render(prepared, plan, personal_data, out)
     return plan
 

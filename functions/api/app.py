@@ -21,6 +21,7 @@ from fastapi.sse import EventSourceResponse, format_sse_event
 from starlette.exceptions import HTTPException
 
 from onboarding.account import AccountService
+from onboarding.audit import Caller
 from onboarding.composition import build_api
 from onboarding.config import Settings
 from onboarding.model.errors import StoreError
@@ -201,7 +202,8 @@ def create_app(service: TurnService, account: AccountService, primer: Primer | N
         summary="Say something to the coach",
     )
     async def chat(request: S.ChatRequest, user_id: User, accept: Annotated[str | None, Header()] = None) -> Response:
-        turn = await service.start_turn(user_id, request.message, request.client_message_id)
+        caller = Caller.verified_user(user_id, "POST:/chat")
+        turn = await service.start_turn(user_id, request.message, request.client_message_id, caller=caller)
         if accepts_event_stream(accept):
             return EventSourceResponse(_stream(turn), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         try:
@@ -225,7 +227,7 @@ def create_app(service: TurnService, account: AccountService, primer: Primer | N
         limit: Annotated[int | None, Query(ge=1, description="At most HISTORY_PAGE_MAX (default 100).")] = None,
         cursor: Annotated[str | None, Query(max_length=512)] = None,
     ) -> S.HistoryResponse:
-        page = await account.history(user_id, limit, cursor)
+        page = await account.history(user_id, limit, cursor, Caller.verified_user(user_id, "GET:/history"))
         return S.HistoryResponse(
             messages=[
                 S.HistoryMessage(id=m.message_id, role=m.role, content=m.content, created_at=m.created_at)
@@ -252,7 +254,7 @@ def create_app(service: TurnService, account: AccountService, primer: Primer | N
     @app.delete("/me", dependencies=authenticated, responses=S.ERRORS, summary="Erase everything stored for the user")
     async def erase_me(user_id: User) -> S.ErasureResponse:
         # Erasing again is safe after a failure: it deletes what is left and reports only that.
-        report = await account.erase(user_id)
+        report = await account.erase(user_id, Caller.verified_user(user_id, "DELETE:/me"))
         deleted = S.DeletedCounts(
             messages=report.messages,
             state_items=report.state_items,

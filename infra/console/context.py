@@ -14,6 +14,7 @@ from infra.console.memory_view import memory_view
 from infra.console.plan_view import plan_view
 from infra.console.schemas import MemoryView, PlanView, TurnRecord
 from infra.inspect_prompt import load_plan
+from onboarding.audit import Caller, record_access
 from onboarding.composition import build_orchestrator
 from onboarding.config import Settings
 from onboarding.model.errors import InvalidMessageError
@@ -96,13 +97,23 @@ class ConsoleContext:
         return self.stack is None
 
     async def memory(self, user_id: str) -> MemoryView:
-        return await asyncio.to_thread(memory_view, self.store, user_id, self.personal_data)
+        view = await asyncio.to_thread(memory_view, self.store, user_id, self.personal_data)
+        what = {
+            "messages": view.messages_read,
+            "answers": sum(answer.value is not None for answer in view.answers),
+            "profile_fields": len(view.profile),
+            "summary": int(view.summary is not None),
+            "phones": len(view.phones),
+        }
+        record_access(Caller.command("infra.console", "console:memory"), user_id, what)
+        return view
 
     async def plan(self, user_id: str, message: str) -> PlanView | None:
         """What the model would get for `message` now; None when no plan can be made (the message
         alone is over the budget: the turn refuses it the same way)."""
         try:
-            prepared, plan = await load_plan(self.orchestrator, self.store, user_id, message)
+            caller = Caller.command("infra.console", "console:prompt")
+            prepared, plan = await load_plan(self.orchestrator, self.store, user_id, message, caller)
         except InvalidMessageError:
             return None
         return plan_view(prepared, plan, self.personal_data)

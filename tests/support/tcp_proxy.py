@@ -11,8 +11,9 @@ Modes, switchable while it runs:
 `drop_next(n)` drops the next `n` responses and passes the rest; `drop_when(marker, n)` drops the
 responses of the next `n` requests whose bytes contain `marker` (a request carrying a given
 operation or item), so a test loses exactly the answer it means to; `cut_when(marker, n)` cuts the
-connection of the next `n` such requests before they reach the server (nothing lands). Only
-loopback addresses are used.
+connection of the next `n` such requests before they reach the server (nothing lands);
+`stall_when(marker, n)` holds the next `n` such requests: they never reach the server and no answer
+comes (the client waits out its read timeout). Only loopback addresses are used.
 """
 
 import contextlib
@@ -38,6 +39,9 @@ class TcpProxy:
         self._cut_marker: bytes | None = None
         self._cuts_left = 0
         self.cut_requests = 0
+        self._stall_marker: bytes | None = None
+        self._stalls_left = 0
+        self.stalled_requests = 0
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._sockets: list[socket.socket] = []
@@ -64,6 +68,18 @@ class TcpProxy:
     def cut_when(self, marker: bytes, count: int = 1) -> None:
         with self._lock:
             self._cut_marker, self._cuts_left = marker, count
+
+    def stall_when(self, marker: bytes, count: int = 1) -> None:
+        with self._lock:
+            self._stall_marker, self._stalls_left = marker, count
+
+    def _take_stall(self, data: bytes) -> bool:
+        with self._lock:
+            if self._stall_marker is not None and self._stall_marker in data and self._stalls_left > 0:
+                self._stalls_left -= 1
+                self.stalled_requests += 1
+                return True
+            return False
 
     def _take_cut(self, data: bytes) -> bool:
         with self._lock:
@@ -129,6 +145,13 @@ class TcpProxy:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
                 if self._take_cut(data):  # the request never reaches the server
+                    for sock in (source, sink):
+                        with contextlib.suppress(OSError):
+                            sock.close()
+                    return
+                if self._take_stall(data):  # held: read on until the client gives up, answer nothing
+                    while source.recv(65536):
+                        pass
                     for sock in (source, sink):
                         with contextlib.suppress(OSError):
                             sock.close()

@@ -61,7 +61,8 @@ def orchestrator(store: Repositories, llm: BaseChatModel, settings: Settings) ->
 
 @pytest.fixture
 def service(orchestrator: OnboardingAgentOrchestrator, store: Repositories, settings: Settings) -> TurnService:
-    return TurnService(orchestrator, store, CircuitBreaker(settings.breaker))
+    store_breaker = CircuitBreaker(settings.store_breaker, name="store")
+    return TurnService(orchestrator, store, CircuitBreaker(settings.breaker), store_breaker=store_breaker)
 
 
 @pytest.fixture

@@ -310,7 +310,12 @@ async def test_a_reply_that_cannot_be_saved_is_503_without_a_stream(client: http
 
 async def test_an_unexpected_failure_is_500_in_the_error_shape(service: TurnService, account: AccountService) -> None:
     async def broken(
-        user_id: str, message: str, client_message_id: str | None = None, received_at: Any = None, channel: str = ""
+        user_id: str,
+        message: str,
+        client_message_id: str | None = None,
+        received_at: Any = None,
+        channel: str = "",
+        caller: Any = None,
     ) -> Any:
         raise ValueError("Failed to create agent")  # what the orchestrator raises (spec)
 

@@ -61,7 +61,8 @@ def message(tight_orchestrator: OnboardingAgentOrchestrator, tight: Settings) ->
 
 @pytest.fixture
 def tight_service(tight_orchestrator: OnboardingAgentOrchestrator, store: Repositories, tight: Settings) -> TurnService:
-    return TurnService(tight_orchestrator, store, CircuitBreaker(tight.breaker))
+    store_breaker = CircuitBreaker(tight.store_breaker, name="store")
+    return TurnService(tight_orchestrator, store, CircuitBreaker(tight.breaker), store_breaker=store_breaker)
 
 
 @pytest.fixture

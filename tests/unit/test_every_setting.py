@@ -442,6 +442,24 @@ def test_the_breaker_opens_after_the_threshold_and_half_opens_after_the_reset() 
     assert default.state == "closed"  # five in a row by default
 
 
+@observes("store_circuit_failure_threshold", "store_circuit_reset_s")
+def test_the_store_breaker_opens_after_its_threshold_and_stays_open_for_its_reset(
+    store: Repositories, llm: Any
+) -> None:
+    service = build_turn_service(settings_with(store_circuit_failure_threshold=2, store_circuit_reset_s=7), store, llm)
+    breaker = service._store_breaker
+    breaker.record_failure()
+    assert breaker.state == "closed"
+    breaker.record_failure()
+    assert (breaker.state, breaker.retry_after_s()) == ("open", 7)
+    default = build_turn_service(settings_with(), store, llm)._store_breaker
+    for _ in range(2):
+        default.record_failure()
+    assert default.state == "closed"  # three in a row by default
+    default.record_failure()
+    assert (default.state, default.retry_after_s()) == ("open", 15)
+
+
 # --- the store -----------------------------------------------------------------------------------
 
 

@@ -77,6 +77,7 @@ class Harness:
             CircuitBreaker(settings.breaker),
             summarizer=Summarizer(summarizer_llm or llm, settings.summary_max_tokens),
             clock=now,
+            store_breaker=CircuitBreaker(settings.store_breaker, name="store"),
         )
 
     async def say(self, text: str, user_id: str = "u", client_id: str | None = None) -> str:

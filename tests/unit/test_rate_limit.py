@@ -61,7 +61,10 @@ def limited_store(dynamodb: Any, limited_settings: Settings, clock: FakeClock) -
 @pytest.fixture
 def limited_service(limited_store: Repositories, llm: BaseChatModel, limited_settings: Settings) -> TurnService:
     orchestrator = OnboardingAgentOrchestrator(limited_store.conversations, llm, limited_settings)
-    return TurnService(orchestrator, limited_store, CircuitBreaker(limited_settings.breaker))
+    store_breaker = CircuitBreaker(limited_settings.store_breaker, name="store")
+    return TurnService(
+        orchestrator, limited_store, CircuitBreaker(limited_settings.breaker), store_breaker=store_breaker
+    )
 
 
 def contents(store: Repositories, user_id: str = "u") -> list[str]:

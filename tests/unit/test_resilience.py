@@ -44,7 +44,8 @@ def service_with(
 ) -> TurnService:
     """A turn service whose limits (retries among them) are `settings`, as the composition root builds it."""
     orchestrator = OnboardingAgentOrchestrator(store.conversations, llm, settings)
-    return TurnService(orchestrator, store, breaker or CircuitBreaker(settings.breaker))
+    store_breaker = CircuitBreaker(settings.store_breaker, name="store")
+    return TurnService(orchestrator, store, breaker or CircuitBreaker(settings.breaker), store_breaker=store_breaker)
 
 
 def metrics_in(output: str) -> list[str]:

@@ -2,12 +2,13 @@
 list and link phones, and erase everything.
 
 Handlers call this, never the repositories: the rules (what a history page shows, the page
-limits) live here.
+limits) live here, and so does the audit line of each read or erase of a user's memory.
 """
 
 import asyncio
 from dataclasses import dataclass
 
+from onboarding.audit import Caller, erasure_counts, record_access
 from onboarding.config import Limits
 from onboarding.model.errors import InvalidPageSizeError
 from onboarding.model.records import ErasureReport, HistoryPage, LinkCode
@@ -20,16 +21,20 @@ class AccountService:
     store: Repositories
     limits: Limits
 
-    async def history(self, user_id: str, limit: int | None = None, cursor: str | None = None) -> HistoryPage:
+    async def history(
+        self, user_id: str, limit: int | None = None, cursor: str | None = None, caller: Caller | None = None
+    ) -> HistoryPage:
         """One page of what was said, newest first. Tool calls and results are the coach's
         bookkeeping, not part of what was said, so they are left out (the cursor still moves past
         them). Without a `limit`, the configured page size. InvalidCursorError for a cursor this
-        service did not hand out, InvalidPageSizeError for a limit over the configured maximum."""
+        service did not hand out, InvalidPageSizeError for a limit over the configured maximum.
+        `caller` is who reads, for the audit trail (by default this function)."""
         limit = self.limits.history_page_size if limit is None else limit
         if not 1 <= limit <= self.limits.history_page_max:
             raise InvalidPageSizeError(f"limit must be between 1 and {self.limits.history_page_max}")
         page = await asyncio.to_thread(self.store.conversations.history_page, user_id, limit, cursor)
         said = tuple(m for m in page.messages if m.role != "tool" and not is_blank(m.content))
+        record_access(caller or Caller.function("history"), user_id, {"messages": len(said)})
         return HistoryPage(messages=said, next_cursor=page.next_cursor)
 
     async def phones(self, user_id: str) -> tuple[str, ...]:
@@ -39,5 +44,7 @@ class AccountService:
         """A one-time code to text from the phone to link; RateLimitedError past the link-code limit."""
         return await asyncio.to_thread(self.store.phones.create_link_code, user_id, self.limits.link_code_rate_limit)
 
-    async def erase(self, user_id: str) -> ErasureReport:
-        return await asyncio.to_thread(self.store.erasure.erase, user_id)
+    async def erase(self, user_id: str, caller: Caller | None = None) -> ErasureReport:
+        report = await asyncio.to_thread(self.store.erasure.erase, user_id)
+        record_access(caller or Caller.function("erase"), user_id, erasure_counts(report), access="erase")
+        return report

@@ -70,6 +70,7 @@ def build_turn_service(
         store,
         breaker=CircuitBreaker(settings.breaker),
         summarizer=Summarizer(llm, settings.summary_max_tokens),
+        store_breaker=CircuitBreaker(settings.store_breaker, name="store"),
     )
 
 

@@ -12,12 +12,14 @@ from datetime import UTC, datetime
 
 from aws_lambda_powertools import Logger
 
+from onboarding.audit import Caller, context_counts, record_access
 from onboarding.config import Limits
 from onboarding.llm.prompts import reset_reply
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.llm.summarizer import Summarizer
 from onboarding.memory.conversations import is_reset_command
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
+from onboarding.metrics import count_metric
 from onboarding.model.errors import (
     ClientIdConflictError,
     DuplicateMessageIdError,
@@ -52,7 +54,8 @@ def validate_message(message: str, max_bytes: int) -> None:
 
 
 class TurnService:
-    """One method per turn; the breaker it holds outlives the turns it guards (one per instance)."""
+    """One method per turn; the breakers it holds outlive the turns they guard (one per instance):
+    `breaker` guards the model, `store_breaker` the turn's read of the memory (decision 0010)."""
 
     def __init__(
         self,
@@ -61,9 +64,12 @@ class TurnService:
         breaker: CircuitBreaker,
         summarizer: Summarizer | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        *,
+        store_breaker: CircuitBreaker,
     ) -> None:
         self._orchestrator = orchestrator
         self._limits = orchestrator.limits
+        self._store_breaker = store_breaker
         self._deps = TurnDependencies(store, self._limits, breaker, summarizer, clock)
 
     @property
@@ -83,6 +89,7 @@ class TurnService:
         client_message_id: str | None = None,
         received_at: datetime | None = None,
         channel: str = "app",
+        caller: Caller | None = None,
     ) -> Turn:
         """Store the user's message and return the turn, ready to stream the reply.
 
@@ -94,6 +101,7 @@ class TurnService:
         if the user was erased since, nothing of the turn is stored (UserErasedError).
         Raises RateLimitedError, storing nothing, when the user is over the rate limit, and
         MessageOverBudgetError when the message alone is over the prompt's token budget.
+        `caller` is who asks, for the audit trail (by default this function, for a `channel` turn).
         """
         deadline, ledger = Deadline(self._limits.turn_deadline_s), TurnLedger(channel)
         if not user_id:
@@ -101,9 +109,10 @@ class TurnService:
         self._check(message)
         since_ms = int((received_at or self._deps.clock()).timestamp() * 1000)
         store, rate_limit = self._deps.store, self._limits.rate_limit
+        caller = caller or Caller.function(f"{channel}-turn")
         with counting(ledger):
             if client_message_id is None:
-                loaded = await self._load(user_id)
+                loaded = await self._load(user_id, caller)
                 user_message = await asyncio.to_thread(
                     store.writes.append_message, user_id, "user", message, rate_limit, since_ms
                 )
@@ -120,18 +129,29 @@ class TurnService:
                 logger.info("Repeated delivery of an answered message; replaying the stored reply")
                 turn_received(ledger)
                 return Turn.replay(self._deps, claimed, deadline, ledger)
-            loaded = await self._load(user_id, exclude_message_id=claimed.user_message.message_id)
+            loaded = await self._load(user_id, caller, exclude_message_id=claimed.user_message.message_id)
         user_message = claimed.user_message
         return self._turn(user_id, loaded, message, user_message, deadline, since_ms, ledger, client_message_id)
 
-    async def _load(self, user_id: str, exclude_message_id: str | None = None) -> TurnContext:
-        """The turn's one Query; on a failed read, a degraded context (seed 000's degradation)."""
+    async def _load(self, user_id: str, caller: Caller, exclude_message_id: str | None = None) -> TurnContext:
+        """The turn's one Query; on a failed read, a degraded context (seed 000's degradation). While
+        the store's breaker is open the read is not even tried: the turn goes on degraded at once
+        instead of waiting out the client's retries (its writes are still tried; decision 0010)."""
+        breaker = self._store_breaker
+        if not breaker.allows_call():
+            logger.warning("Store circuit open; the turn goes on without reading its memory")
+            count_metric("HistoryLoadSkipped")
+            return TurnContext(degraded=True)
         try:
-            return await asyncio.to_thread(
+            loaded = await asyncio.to_thread(
                 self._deps.store.conversations.load_turn, user_id, self._limits.history_load_limit, exclude_message_id
             )
         except StoreError as error:
+            breaker.record_failure()
             return degraded_context(error)
+        breaker.record_success()
+        record_access(caller, user_id, context_counts(loaded))
+        return loaded
 
     def _turn(
         self,

@@ -52,7 +52,8 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class BreakerPolicy:
-    """After `failure_threshold` failed turns in a row, no model calls for `reset_s` seconds."""
+    """After `failure_threshold` failures in a row, no guarded calls (the model's, or the turn's
+    read of the store) for `reset_s` seconds."""
 
     failure_threshold: int
     reset_s: float

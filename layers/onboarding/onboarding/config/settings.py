@@ -54,6 +54,9 @@ class Limits(_FromEnv):
     model_max_backoff_s: float = Field(default=4.0, gt=0)
     circuit_failure_threshold: int = Field(default=5, ge=1)
     circuit_reset_s: float = Field(default=30.0, gt=0)
+    # The store's breaker (decision 0010): turn reads failed in a row before turns stop reading, and for how long.
+    store_circuit_failure_threshold: int = Field(default=3, ge=1)
+    store_circuit_reset_s: float = Field(default=15.0, gt=0)
     # Memory beyond the window (docs/decisions/0011-memory-beyond-the-window.md).
     token_budget: int = Field(default=12_000, ge=1000, le=200_000)
     system_prompt_allowance: int = Field(default=5_000, ge=500)
@@ -105,6 +108,8 @@ class Limits(_FromEnv):
         "model_retry_budget_s": "BEDROCK_RETRY_BUDGET_S",
         "circuit_failure_threshold": "CIRCUIT_FAILURE_THRESHOLD",
         "circuit_reset_s": "CIRCUIT_RESET_S",
+        "store_circuit_failure_threshold": "STORE_CIRCUIT_FAILURE_THRESHOLD",
+        "store_circuit_reset_s": "STORE_CIRCUIT_RESET_S",
         "token_budget": "TOKEN_BUDGET",
         "system_prompt_allowance": "SYSTEM_PROMPT_ALLOWANCE",
         "window_max_messages": "WINDOW_MAX_MESSAGES",
@@ -200,6 +205,10 @@ class Limits(_FromEnv):
     @property
     def breaker(self) -> BreakerPolicy:
         return BreakerPolicy(self.circuit_failure_threshold, self.circuit_reset_s)
+
+    @property
+    def store_breaker(self) -> BreakerPolicy:
+        return BreakerPolicy(self.store_circuit_failure_threshold, self.store_circuit_reset_s)
 
     @property
     def rate_limit(self) -> RateLimit | None:

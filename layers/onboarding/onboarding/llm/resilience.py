@@ -14,6 +14,9 @@ memory), which is the usual trade-off: an instance that sees an outage stops ham
 no shared state to read on every turn. Written here rather than taken from a library: pybreaker's
 async support needs Tornado, and what counts as a failure (a stream that fails before its first
 token) is ours to define anyway. See docs/decisions/0010-reliability.md.
+
+The same class guards the turn's read of the store (`name="store"`, decision 0010): after reads
+that failed in a row, turns go on degraded without trying to read, for `reset_s`.
 """
 
 import math
@@ -89,16 +92,35 @@ async def open_stream(
     raise RuntimeError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
 
 
+BreakerName = Literal["model", "store"]
+
+
+def _count_opened(name: BreakerName) -> None:
+    # Literal metric names: the alarms and the dashboard name them, and a test finds them in the code.
+    if name == "store":
+        count_metric("StoreCircuitOpened")
+    else:
+        count_metric("ModelCircuitOpened")
+
+
 class CircuitBreaker:
     """Closed: calls pass. Open: calls are refused until `reset_s` has passed. Then one call is let
-    through (half-open); its success closes the breaker, its failure opens it again."""
+    through (half-open); its success closes the breaker, its failure opens it again. `name` says
+    what it guards, in its log lines (`circuit`) and the metric counting its openings."""
 
-    def __init__(self, policy: BreakerPolicy, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, policy: BreakerPolicy, clock: Callable[[], float] = time.monotonic, name: BreakerName = "model"
+    ) -> None:
         self._threshold = policy.failure_threshold
         self._reset_s = policy.reset_s
         self._clock = clock
+        self._name = name
         self._failures = 0
         self._opened_at: float | None = None
+
+    @property
+    def name(self) -> BreakerName:
+        return self._name
 
     @property
     def state(self) -> Literal["closed", "open", "half-open"]:
@@ -117,7 +139,7 @@ class CircuitBreaker:
 
     def record_success(self) -> None:
         if self._opened_at is not None:
-            logger.info("Model answered again; circuit closed")
+            logger.info("Guarded calls succeed again; circuit closed", extra={"circuit": self._name})
         self._failures = 0
         self._opened_at = None
 
@@ -125,6 +147,9 @@ class CircuitBreaker:
         self._failures += 1
         if self.state == "half-open" or self._failures >= self._threshold:
             if self.state != "open":
-                logger.warning("Model failing; circuit opened", extra={"failures_in_a_row": self._failures})
-                count_metric("ModelCircuitOpened")
+                logger.warning(
+                    "Guarded calls failing; circuit opened",
+                    extra={"circuit": self._name, "failures_in_a_row": self._failures},
+                )
+                _count_opened(self._name)
             self._opened_at = self._clock()

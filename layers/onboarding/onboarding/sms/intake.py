@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from aws_lambda_powertools import Logger
 
+from onboarding.audit import Caller, erasure_counts, record_access
 from onboarding.config import Limits
 from onboarding.linking import PhoneLinking
 from onboarding.model.records import PhoneOwner
@@ -133,5 +134,6 @@ class SmsIntake:
         if owner.erase_requested_until is None or owner.erase_requested_until < now:
             return ERASE_NOT_ASKED
         report = self._store.erasure.erase(owner.user_id)
+        record_access(Caller.function("sms:erase-by-text"), owner.user_id, erasure_counts(report), access="erase")
         logger.info("Erased by text", extra={"erased_items": report.total})
         return ERASE_DONE.format(messages=report.messages, saved=report.state_items, phones=report.phone_numbers)
