@@ -22,6 +22,7 @@ from typing import TextIO
 from infra.errors import run_tool
 from infra.local_stack import DEFAULT_DATA_FILE
 from infra.shared_stack import ToolStack, stack_for
+from infra.terminal import audit_lines_to
 from onboarding.agents.base import PromptPlan
 from onboarding.audit import Caller, context_counts, record_access
 from onboarding.composition import build_orchestrator, build_repositories
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         nullcontext() if args.aws else stack_for(args.data_file, "infra.inspect_prompt")
     )
     with local:
+        audit_lines_to(sys.stderr)
         settings = Settings.from_env()
         asyncio.run(inspect(settings, args.user_id, args.message, args.personal_data, sys.stdout))
     return 0

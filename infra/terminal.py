@@ -102,3 +102,13 @@ class Progress:
                 self._last_tenth = tenth
                 self.stream.write(self.line() + "\n")
             self.stream.flush()
+
+
+def audit_lines_to(stream: TextIO) -> None:
+    """Show the audit trail's lines (docs/audit-trail.md) of an operator's tool on `stream`, and no
+    other log line: a tool that reads a user's memory leaves its access where the operator (or
+    whoever captures the tool's output) can keep it. The library logs through child loggers of the
+    service's logger, which only a Lambda handler creates; a tool has none, so it makes one here."""
+    from aws_lambda_powertools import Logger
+
+    Logger(stream=stream).registered_handler.addFilter(lambda record: bool(getattr(record, "audit", False)))

@@ -24,6 +24,7 @@ from infra.console.app import create_console_app
 from infra.console.context import ConsoleContext
 from infra.console.recorder import ChatRecorder
 from infra.local_stack import LocalStack, free_port
+from infra.terminal import audit_lines_to
 from onboarding.config import Settings
 
 
@@ -101,6 +102,7 @@ def _run_local(arguments: argparse.Namespace) -> None:
 
 
 def _run_aws(arguments: argparse.Namespace) -> None:
+    audit_lines_to(sys.stderr)  # each read of a real user's memory, on the operator's terminal
     context = ConsoleContext(Settings.from_env(), personal_data=arguments.personal_data)
     port = arguments.port or free_port(arguments.host)
     url = f"http://{arguments.host}:{port}/console/"

@@ -1,6 +1,7 @@
 """`python -m infra.console --aws`, run as a person would, against a table reached through the
 standard endpoint variable (here the local stack's): it reads, redacts texts, and writes nothing."""
 
+import json
 import re
 import subprocess
 import sys
@@ -58,3 +59,8 @@ def test_the_aws_console_reads_only_and_redacts_unless_asked(tmp_path: Path) -> 
             finally:
                 process.terminate()
                 process.wait(timeout=30)
+            # Issue 21: each read of the real table is in the audit trail the console prints.
+            audit = [line for line in printed.read_text().splitlines() if '"Context access"' in line]
+            assert [json.loads(line)["why"] for line in audit] == ["console:memory", "console:prompt"]
+            assert all(json.loads(line)["whose"] == user for line in audit)
+            assert "Alexandra" not in "".join(audit)

@@ -136,13 +136,14 @@ def test_the_local_development_commands_as_written(tmp_path: Path) -> None:
         banner = read_until(stack, b"Ctrl-C stops it and saves the table.").decode()
         assert banner.startswith("Local stack running. API: http://127.0.0.1:3000 (OpenAPI at")
         outputs: dict[str, str] = {}
+        errors: dict[str, str] = {}
         code = ""
         for line in lines:
             if "infra.local_stack" in line:
                 continue
             completed = run_line(line.replace("<code>", code), here, stdin="")
             assert completed.returncode == 0, f"{line}: {completed.stderr[-2000:]}"
-            outputs[line] = completed.stdout
+            outputs[line], errors[line] = completed.stdout, completed.stderr
             if "/phone-links" in line:
                 code = json.loads(completed.stdout)["code"]
         chat = outputs[readme_line("curl -N")]
@@ -158,6 +159,12 @@ def test_the_local_development_commands_as_written(tmp_path: Path) -> None:
             if "infra.invoke" in line:  # the API and the webhook answer 200; the worker fails no record
                 assert '"statusCode": 200' in outputs[line] or '"batchItemFailures": []' in outputs[line], line
         assert outputs[readme_line("uv run python -m infra.inspect_prompt")].startswith("Step: fitness_assessment")
+        # Issue 21: the operator's read is in the audit trail, on stderr (and no other log line is).
+        inspect_errors = errors[readme_line("uv run python -m infra.inspect_prompt")].splitlines()
+        audit = [json.loads(line) for line in inspect_errors if line.startswith("{")]
+        assert [(entry["message"], entry["who"], entry["whose"]) for entry in audit] == [
+            ("Context access", "command:infra.inspect_prompt", "local-user")
+        ]
         assert "“I'm a beginner”" not in outputs[readme_line('echo "I')]  # the first message of a new user
     finally:
         stack.send_signal(signal.SIGINT)

@@ -1,6 +1,8 @@
 """What a phone brings and takes away: linking joins what the number texted to the app user
 (nothing re-asked, nothing left behind), and DELETE MY DATA erases an SMS-only user by text."""
 
+import json
+import logging
 from typing import Any
 
 import boto3
@@ -24,6 +26,7 @@ from onboarding.turns import TurnService
 from tests.support.clock import FakeClock
 from tests.support.seed import commit
 from tests.unit.conftest import TABLE
+from tests.unit.test_audit_trail import audit_lines
 from tests.unit.test_sms_webhook import TOKEN, URL, Handler, call, event
 from tests.unit.test_sms_worker import request, sender_for
 
@@ -175,3 +178,22 @@ def test_the_summary_joins_too(store: Repositories, handler: Handler) -> None:
         m for m in store.conversations.load_turn("app-user", 20).messages if m.message_id > summary.through_message_id
     ]
     assert [m.content for m in later][-1] == "Noted! Any injuries?"
+
+
+def test_linking_audits_the_read_and_the_erase_of_the_numbers_memory(
+    store: Repositories, handler: Handler, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 21: a merge reads one user's memory and erases it; both are in the audit trail.
+    sms_user = _texted_before_linking(store, handler)
+    code = store.phones.create_link_code("app-user").code
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        _text(handler, "SM-link", f"LINK {code}")
+    lines = audit_lines(caplog)
+    assert [(line["access"], line["whose"], line["why"]) for line in lines] == [
+        ("read", sms_user, "phone-link"),
+        ("erase", sms_user, "phone-link"),
+    ]
+    assert lines[0]["what_messages"] >= 4
+    assert lines[1]["what_messages"] >= 4
+    assert "beginner" not in json.dumps(lines, default=str)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
+from onboarding.audit import Caller, erasure_counts, record_access
 from onboarding.config import Limits
 from onboarding.memory.merging import merge_profile, merge_state, merge_summaries
 from onboarding.metrics import count_metric
@@ -41,7 +42,8 @@ class PhoneLinking:
             return
         try:
             self._merge(joining, owner.user_id)
-            self.store.erasure.erase(joining)
+            report = self.store.erasure.erase(joining)
+            record_access(Caller.function("phone-link"), joining, erasure_counts(report), access="erase")
             self.store.phones.merge_done(owner.phone, joining)
         except StoreError as error:
             logger.warning(
@@ -54,6 +56,9 @@ class PhoneLinking:
     def _merge(self, joining_user: str, kept_user: str) -> None:
         store, limits = self.store, self.limits
         joining = store.merger.read(joining_user)
+        # The audit trail's caller: the function that took the link (the API or the SMS worker).
+        counts = {"messages": len(joining.messages), "summary": int(joining.summary is not None)}
+        record_access(Caller.function("phone-link"), joining_user, counts)
         joining_ids = {m.message_id for m in joining.messages}
         store.merger.copy(kept_user, joining.copies)
         through = joining.summary.through_message_id if joining.summary else None
