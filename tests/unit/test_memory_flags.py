@@ -45,7 +45,7 @@ class Flagged:
         def count(**_: Any) -> None:
             self.queries += 1
 
-        dynamodb.meta.events.register("before-call.dynamodb.Query", count)  # type: ignore[attr-defined]
+        dynamodb.meta.events.register("before-call.dynamodb.Query", count)
 
         def now() -> datetime:
             return datetime.fromtimestamp(self.clock.now, UTC)
