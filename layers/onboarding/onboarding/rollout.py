@@ -87,7 +87,8 @@ class LastKnownStore(StoreProvider):
         if self._failed_at is None or self._clock() - self._failed_at >= self._retry_after_s:
             try:
                 config = self._store.get_configuration()
-                SchemaValidator(schema=config).validate()
+                if config is not self._last:  # a cached store returns the same object: validated already
+                    SchemaValidator(schema=config).validate()
             except (ConfigurationStoreError, SchemaValidationError) as error:
                 self._failed_at = self._clock()
                 logger.warning(
@@ -105,8 +106,10 @@ class LastKnownStore(StoreProvider):
 class MemoryFlags:
     """The memory's flags for one user, evaluated by Powertools over `store` (None: the defaults)."""
 
-    def __init__(self, store: StoreProvider | None, retry_after_s: float) -> None:
-        self._flags = None if store is None else FeatureFlags(store=LastKnownStore(store, retry_after_s))
+    def __init__(
+        self, store: StoreProvider | None, retry_after_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._flags = None if store is None else FeatureFlags(store=LastKnownStore(store, retry_after_s, clock))
 
     def for_user(self, user_id: str) -> MemoryFeatures:
         """Never raises: a turn never fails because of its flags."""
