@@ -143,11 +143,19 @@ async def test_summary_off_shows_no_summary_and_folds_nothing(flagged: Flagged, 
     assert len(_systems(emulator, 0)) == len(emulator.requests)  # no summarization call at all
 
 
-async def test_summary_on_folds_under_the_same_turns(flagged: Flagged) -> None:
-    """The control for the test above: the same turns with the summary on do fold."""
-    for i in range(10):
+async def test_a_stored_summary_is_left_out_once_the_summary_is_switched_off(
+    flagged: Flagged, emulator: BedrockEmulator
+) -> None:
+    for i in range(10):  # the same turns with the summary on do fold (the control for the test above)
         await flagged.say(f"message number {i}")
-    assert flagged.store.conversations.load_turn("u", 0).summary is not None
+    summary = flagged.store.conversations.load_turn("u", 0).summary
+    assert summary is not None
+    assert "Summary of the earlier conversation" in _systems(emulator, 0)[-1]
+    flagged.features = MemoryFeatures(summary=False)
+    since = len(emulator.requests)
+    await flagged.say("and now?")
+    assert all("Summary of the earlier conversation" not in s for s in _systems(emulator, since))
+    assert flagged.store.conversations.load_turn("u", 0).summary == summary  # kept for when it is on again
 
 
 @pytest.mark.parametrize(("gap", "recap"), [(True, True), (False, False)])
