@@ -188,9 +188,9 @@ async def test_priming_never_asks_appconfig_for_the_flags(
     built: list[str] = []
     real = boto3.client
 
-    def recording(service: str, *args: Any, **kwargs: Any) -> Any:
-        built.append(service)
-        return real(service, *args, **kwargs)
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        built.append(str(args[0] if args else kwargs.get("service_name")))
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(boto3, "client", recording)
     named = settings.model_copy(
