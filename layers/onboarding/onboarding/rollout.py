@@ -56,7 +56,7 @@ class FileStore(StoreProvider):
     def get_raw_configuration(self) -> dict[str, Any]:
         now = self._clock()
         if self._cached is None or now - self._read_at >= self._max_age_s:
-            self._read_at = now  # a failed read is not retried before max age either
+            self._read_at = now
             try:
                 document = json.loads(self._path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as error:
