@@ -318,3 +318,15 @@ def test_the_functions_that_run_turns_name_the_flags_and_may_read_them(logical_i
         "application/${FeatureFlagsApplication}/environment/${FeatureFlagsEnvironment}"
         "/configuration/${FeatureFlagsProfile}"
     )
+
+
+def test_a_flags_deployment_rolls_back_on_api_5xx_and_flags_unavailable_pages_someone() -> None:
+    monitors = resource("FeatureFlagsEnvironment")["Properties"]["Monitors"]
+    assert [m["AlarmArn"] for m in monitors] == [{"Fn::GetAtt": "Api5xxAlarm.Arn"}]
+    role = resource("FeatureFlagsMonitorRole")["Properties"]
+    [statement] = role["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "appconfig.amazonaws.com"}
+    [policy] = role["Policies"]
+    assert [s["Action"] for s in policy["PolicyDocument"]["Statement"]] == ["cloudwatch:DescribeAlarms"]
+    alarm = resource("FeatureFlagsUnavailableAlarm")["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("OnboardingMemory", "FeatureFlagsUnavailable")

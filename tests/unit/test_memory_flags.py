@@ -210,9 +210,9 @@ async def test_the_arm_is_in_the_turns_log_lines_and_its_metrics(
     assert arms == [
         ("turn_received", "single_prompt"),
         ("turn_responded", "single_prompt"),
-        ("turn_received", "no_summary+no_gap"),
-        ("turn_responded", "no_summary+no_gap"),
+        ("turn_received", "no_summary/no_gap"),
+        ("turn_responded", "no_summary/no_gap"),
     ]
     emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"TurnCompleted"' in line]
-    assert [blob["arm"] for blob in emf] == ["single_prompt", "no_summary+no_gap"]
+    assert [blob["arm"] for blob in emf] == ["single_prompt", "no_summary/no_gap"]
     assert all("arm" not in blob["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0] for blob in emf)

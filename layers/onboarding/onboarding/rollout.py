@@ -33,8 +33,6 @@ from onboarding.metrics import count_metric
 
 logger = Logger(child=True)
 
-UNAVAILABLE_METRIC = "FeatureFlagsUnavailable"
-
 
 def rollout_bucket(user_id: str) -> int:
     """A stable integer for `user_id` (MODULO_RANGE needs an integer): the first 8 bytes of its
@@ -95,7 +93,7 @@ class LastKnownStore(StoreProvider):
                     "Feature flags unavailable; keeping the last known flags",
                     extra={"reason": type(error).__name__, "last_known": self._last is not None},
                 )
-                count_metric(UNAVAILABLE_METRIC)
+                count_metric("FeatureFlagsUnavailable")
             else:
                 self._failed_at, self._last = None, config
         if self._last is None:
@@ -131,5 +129,5 @@ class MemoryFlags:
             logger.warning(
                 "Feature flags could not be evaluated; using the defaults", extra={"reason": type(error).__name__}
             )
-            count_metric(UNAVAILABLE_METRIC)
+            count_metric("FeatureFlagsUnavailable")
             return DEFAULT_FEATURES

@@ -41,11 +41,11 @@ class MemoryFeatures:
     @property
     def arm(self) -> str:
         """The arm the turn runs in, for comparing arms in the telemetry: `full`, `single_prompt`,
-        or the parts that are off (`no_summary+no_gap`)."""
+        or the parts that are off (`no_summary/no_gap`)."""
         if not self.memory:
             return SINGLE_PROMPT_ARM
         off = [name for name, on in (("summary", self.summary), ("profile", self.profile), ("gap", self.gap)) if not on]
-        return "+".join(f"no_{name}" for name in off) or FULL_ARM
+        return "/".join(f"no_{name}" for name in off) or FULL_ARM
 
     def conversation_rules(self, rules: ConversationRules) -> ConversationRules:
         """The rules a turn splits conversations by: without the gap flag, only a reset splits."""
