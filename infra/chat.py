@@ -9,6 +9,8 @@ next time you start. While `python -m infra.local_stack` runs on that file, the 
 stack instead of starting its own. --reset forgets the --user first (their messages, state,
 profile, phones and link codes); --reset-all forgets every user. With --aws the real AWS account
 of your environment is used instead (TABLE_NAME, AWS_REGION and credentials must be set).
+--flags FILE takes the memory's feature flags from FILE (docs/rollout.md); an edit applies
+within FEATURE_FLAGS_MAX_AGE_S (60 s), without a restart.
 """
 
 import argparse
@@ -23,6 +25,7 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from infra.errors import INTERRUPTED, run_tool
+from infra.flags import FLAGS_FILE_VARIABLE, checked_flags_file
 from infra.local_stack import DEFAULT_DATA_FILE
 from infra.shared_stack import ToolStack, stack_for
 from onboarding.composition import build_repositories, build_turn_service
@@ -95,6 +98,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--reset-all", action="store_true", help="forget every user in the data file before starting")
     parser.add_argument("--chunk-delay", type=float, default=0.03, help="seconds between the local model's tokens")
     parser.add_argument("--aws", action="store_true", help="use real AWS instead of the local stack")
+    parser.add_argument(
+        "--flags",
+        type=Path,
+        help="feature flags JSON file (docs/rollout.md); edits apply within FEATURE_FLAGS_MAX_AGE_S",
+    )
     return parser
 
 
@@ -103,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     # A terminal conversation, not a Lambda: the per-turn CloudWatch metric lines would only clutter it.
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    flags_file = None if arguments.flags is None else checked_flags_file(arguments.flags)
     if arguments.aws and arguments.reset_all:
         parser.error("--reset-all forgets everyone in the local data file; it does not work with --aws")
     stack: AbstractContextManager[ToolStack | None] = (
@@ -113,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         with stack as local:
             if local is not None:
                 saved = f"Stopped; the conversation is {local.describe_saving()}."
+            if flags_file is not None:  # this process's turns read it, even beside a stack started without it
+                os.environ[FLAGS_FILE_VARIABLE] = str(flags_file)
             try:
                 settings = Settings.from_env()
             except ValidationError as error:

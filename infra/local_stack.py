@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from infra.errors import LocalToolError, run_tool, uninterrupted
+from infra.flags import FLAGS_FILE_VARIABLE, checked_flags_file
 from infra.local_data import (
     DataFileInUseError,
     DataLock,
@@ -168,9 +169,11 @@ class LocalStack:
         twilio_port: int = 0,
         command: str = "a local stack",
         gateway_wrap: Callable[[Any], Any] | None = None,
+        flags_file: Path | None = None,
     ) -> None:
         """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue;
-        `gateway_wrap` wraps the gateway's ASGI app (the memory console, infra/console). Fixed ports
+        `gateway_wrap` wraps the gateway's ASGI app (the memory console, infra/console); `flags_file`
+        is the feature flags file every turn's flags come from (FEATURE_FLAGS_FILE). Fixed ports
         are checked before anything starts: PortInUseError names the taken one and its option."""
         from infra.bedrock_emulator import BedrockEmulator
         from infra.twilio_emulator import TwilioEmulator
@@ -198,6 +201,7 @@ class LocalStack:
             raise
         self.api_port = None if api_port is None else (api_port or free_port(host))
         self.gateway_wrap = gateway_wrap
+        self.flags_file = flags_file
         self.sms_queue_url = ""
         self._gateway: LocalGateway | None = None
         self._pollers: list[QueuePoller] = []
@@ -224,6 +228,7 @@ class LocalStack:
             "TWILIO_API_BASE_URL": self.twilio.url,
             "TWILIO_WEBHOOK_URL": SAMPLE_WEBHOOK_URL if self.api_port is None else f"{self.api_url}/sms",
             **{name: os.environ.get(name, value) for name, value in LOCAL_TIMEOUTS.items()},
+            **({FLAGS_FILE_VARIABLE: str(self.flags_file)} if self.flags_file is not None else {}),
         }
 
     def __enter__(self) -> "LocalStack":
@@ -388,7 +393,13 @@ def main() -> int:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 lets `sam local invoke` containers reach it"
     )
+    parser.add_argument(
+        "--flags",
+        type=Path,
+        help="feature flags JSON file (docs/rollout.md); edits apply within FEATURE_FLAGS_MAX_AGE_S",
+    )
     arguments = parser.parse_args()
+    flags_file = None if arguments.flags is None else checked_flags_file(arguments.flags)
     signal.signal(signal.SIGTERM, _interrupt)
     # Also when started in the background of a script, which would have Ctrl-C ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -401,6 +412,7 @@ def main() -> int:
         api_port=arguments.api_port,
         twilio_port=arguments.twilio_port,
         command="infra.local_stack",
+        flags_file=flags_file,
     ) as stack:
         print(f"Local stack running. API: {stack.api_url} (OpenAPI at {stack.api_url}/openapi.json;")
         print("  send `Authorization: Bearer <any user id>`), SMS webhook: POST /sms.")

@@ -33,6 +33,7 @@ RUN_BY = {
     "uv run python -m infra.chat": "test_the_quick_start_chat_prints_what_the_readme_shows",
     "uv run pytest": "(the suite itself)",
     "uv run python -m infra.chat --user sam --reset": LOCAL,
+    "uv run python -m infra.chat --flags events/feature_flags.json": "test_the_flags_chat_command_as_written",
     'echo "I\'m a beginner" | uv run python -m infra.chat --script -': LOCAL,
     "uv run python -m infra.local_stack": LOCAL,
     "curl -N -H 'Authorization: Bearer me' -H 'Accept: text/event-stream' -H 'Content-Type: application/json' "
@@ -122,6 +123,19 @@ def test_the_quick_start_chat_prints_what_the_readme_shows(tmp_path: Path) -> No
         if line.startswith("coach> "):
             assert line in completed.stdout
     assert (tmp_path / ".local" / "dynamodb.jsonl").exists()
+
+
+def test_the_flags_chat_command_as_written(tmp_path: Path) -> None:
+    """The rollout line: the chat with the 10 % file. local-user's bucket (49) is outside the 10 %,
+    so the second turn is single-prompt: the coach does not know the first answer."""
+    completed = run_line(
+        readme_line("uv run python -m infra.chat --flags"), sandbox(tmp_path), stdin="Hi\nI'm a beginner\nhello\n"
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    replies = [line.split("coach> ", 1)[1] for line in completed.stdout.splitlines() if "coach> " in line]
+    assert len(replies) == 3
+    assert replies[1] == replies[0]  # the answer "beginner" unknown in the next turn: the first question again
+    assert "can't reach my notes" not in completed.stdout  # an arm, not a fault
 
 
 @pytest.mark.skipif(

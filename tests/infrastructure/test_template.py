@@ -279,3 +279,54 @@ def test_snapstart_restores_the_model_calling_functions_through_their_alias(tran
     for mapping in mappings:
         assert _references(mapping["Properties"]["FunctionName"]) == {"SmsWorkerFunctionAliaslive"}
     assert load_template()["Parameters"]["SnapStart"]["Default"] == "PublishedVersions"
+
+
+# --- the memory's feature flags (issue 21) -------------------------------------------------------
+
+TURN_FUNCTIONS = ("ApiFunction", "SmsWorkerFunction")
+
+
+def test_the_flags_profile_is_freeform_and_its_first_version_holds_the_documented_defaults() -> None:
+    from onboarding.config.flags import default_flags_document
+
+    profile = resource("FeatureFlagsProfile")["Properties"]
+    assert (profile["Type"], profile["LocationUri"]) == ("AWS.Freeform", "hosted")
+    version = resource("FeatureFlagsDefaults")["Properties"]
+    assert version["ContentType"] == "application/json"
+    assert json.loads(version["Content"]) == default_flags_document()
+    deployment = resource("FeatureFlagsDeployment")["Properties"]
+    assert deployment["ConfigurationVersion"] == {"Ref": "FeatureFlagsDefaults"}
+    assert deployment["DeploymentStrategyId"] == {"Ref": "FeatureFlagsDeploymentStrategy"}
+    assert deployment["EnvironmentId"] == {"Ref": "FeatureFlagsEnvironment"}
+
+
+@pytest.mark.parametrize("logical_id", TURN_FUNCTIONS)
+def test_the_functions_that_run_turns_name_the_flags_and_may_read_them(logical_id: str) -> None:
+    properties = resource(logical_id)["Properties"]
+    variables = properties["Environment"]["Variables"]
+    assert variables["FEATURE_FLAGS_APPLICATION"] == {"Ref": "FeatureFlagsApplication"}
+    assert variables["FEATURE_FLAGS_ENVIRONMENT"] == {"Ref": "FeatureFlagsEnvironment"}
+    assert variables["FEATURE_FLAGS_PROFILE"] == {"Ref": "FeatureFlagsProfile"}
+    # The names the template gives are names Settings reads.
+    assert {"FEATURE_FLAGS_APPLICATION", "FEATURE_FLAGS_ENVIRONMENT", "FEATURE_FLAGS_PROFILE"} <= set(
+        Settings.ENV_NAMES.values()
+    )
+    [statement] = [s for s in properties["Policies"][0]["Statement"] if s["Sid"] == "ReadFeatureFlags"]
+    assert sorted(statement["Action"]) == ["appconfig:GetLatestConfiguration", "appconfig:StartConfigurationSession"]
+    arn = statement["Resource"]["Fn::Sub"]
+    assert arn.endswith(
+        "application/${FeatureFlagsApplication}/environment/${FeatureFlagsEnvironment}"
+        "/configuration/${FeatureFlagsProfile}"
+    )
+
+
+def test_a_flags_deployment_rolls_back_on_api_5xx_and_flags_unavailable_pages_someone() -> None:
+    monitors = resource("FeatureFlagsEnvironment")["Properties"]["Monitors"]
+    assert [m["AlarmArn"] for m in monitors] == [{"Fn::GetAtt": "Api5xxAlarm.Arn"}]
+    role = resource("FeatureFlagsMonitorRole")["Properties"]
+    [statement] = role["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "appconfig.amazonaws.com"}
+    [policy] = role["Policies"]
+    assert [s["Action"] for s in policy["PolicyDocument"]["Statement"]] == ["cloudwatch:DescribeAlarms"]
+    alarm = resource("FeatureFlagsUnavailableAlarm")["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("OnboardingMemory", "FeatureFlagsUnavailable")

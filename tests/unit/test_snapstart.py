@@ -178,3 +178,24 @@ def test_the_sms_workers_own_primer_primes_offline_through_its_composition(
     [primed] = [r for r in caplog.records if r.getMessage() == "Primed for the snapshot"]
     assert primed.model_calls == 4  # type: ignore[attr-defined]
     assert "twilio.rest.api.v2010.account.message" in sys.modules  # Twilio's message API, imported ahead
+
+
+async def test_priming_never_asks_appconfig_for_the_flags(
+    settings: Settings, llm: BaseChatModel, emulator: BedrockEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21: a configuration session started before the snapshot would be shared by every
+    restored copy; priming runs on the default flags and builds no AppConfig client."""
+    built: list[str] = []
+    real = boto3.client
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        built.append(str(args[0] if args else kwargs.get("service_name")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(boto3, "client", recording)
+    named = settings.model_copy(
+        update={"feature_flags_application": "a", "feature_flags_environment": "e", "feature_flags_profile": "p"}
+    )
+    store, client = unreachable_table(named)
+    await primer_for(named, store, llm, client).prime()
+    assert "appconfigdata" not in built

@@ -20,10 +20,12 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
     from aws_lambda_powertools.utilities.parameters import SSMProvider
     from langchain_core.language_models import BaseChatModel
+    from mypy_boto3_appconfigdata import AppConfigDataClient
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from onboarding.account import AccountService
     from onboarding.orchestrator import OnboardingAgentOrchestrator
+    from onboarding.rollout import MemoryFlags
     from onboarding.sms.intake import SmsIntake
     from onboarding.sms.responder import SmsResponder
     from onboarding.snapstart import Primer
@@ -55,6 +57,41 @@ def build_orchestrator(
     return OnboardingAgentOrchestrator(store.conversations, llm or build_chat_model(settings), settings)
 
 
+def build_memory_flags(settings: Settings, client: "AppConfigDataClient | None" = None) -> "MemoryFlags":
+    """The memory's feature flags (docs/rollout.md): from AppConfig when the settings name it,
+    from FEATURE_FLAGS_FILE when set, else the documented defaults. Either store is cached for
+    FEATURE_FLAGS_MAX_AGE_S; a fetch waits at most FEATURE_FLAGS_TIMEOUT_S, once, since the last
+    known flags stay in force when it fails."""
+    from pathlib import Path
+
+    from aws_lambda_powertools.utilities.feature_flags import AppConfigStore, StoreProvider
+
+    from onboarding.rollout import FileStore, MemoryFlags
+
+    max_age = settings.feature_flags_max_age_s
+    store: StoreProvider | None = None
+    if settings.feature_flags_application:
+        client = client or boto3.client(
+            "appconfigdata",
+            region_name=settings.region,
+            config=Config(
+                retries={"mode": "standard", "total_max_attempts": 1},
+                connect_timeout=settings.feature_flags_timeout_s,
+                read_timeout=settings.feature_flags_timeout_s,
+            ),
+        )
+        store = AppConfigStore(
+            environment=str(settings.feature_flags_environment),
+            application=settings.feature_flags_application,
+            name=str(settings.feature_flags_profile),
+            max_age=max_age,
+            boto3_client=client,
+        )
+    elif settings.feature_flags_file:
+        store = FileStore(Path(settings.feature_flags_file), max_age)
+    return MemoryFlags(store, retry_after_s=max_age)
+
+
 def build_turn_service(
     settings: Settings, store: Repositories | None = None, llm: "BaseChatModel | None" = None
 ) -> "TurnService":
@@ -71,6 +108,7 @@ def build_turn_service(
         breaker=CircuitBreaker(settings.breaker),
         summarizer=Summarizer(llm, settings.summary_max_tokens),
         store_breaker=CircuitBreaker(settings.store_breaker, name="store"),
+        flags=build_memory_flags(settings).for_user,
     )
 
 

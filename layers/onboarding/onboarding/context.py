@@ -37,6 +37,9 @@ class OnboardingAgentContext(BaseModel):
         message_source: the client message this turn answers (what the tools save is marked with it).
         returning_since: set when this message opens a new conversation after earlier ones (a gap
             or a reset): when the last one ended. The prompt then opens with a recap.
+        single_prompt: the memory flag is off for this user (single-prompt mode): nothing was
+            loaded, as with `memory_unavailable`, but by design, so the person is not told.
+        show_profile: the profile flag: False leaves the profile out of the prompt.
     """
 
     model_config = ConfigDict(frozen=True, strict=False, extra="forbid")
@@ -53,6 +56,8 @@ class OnboardingAgentContext(BaseModel):
     memory_unavailable: bool = False
     message_source: AnswerSource | None = None
     returning_since: datetime | None = None
+    single_prompt: bool = False
+    show_profile: bool = True
 
     def onboarding_state(self, step: OnboardingAgentType) -> OnboardingState:
         """The onboarding state this context was built from, at `step`."""

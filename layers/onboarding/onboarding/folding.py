@@ -26,20 +26,22 @@ async def fold_summary(
     deps: "TurnDependencies", prepared: PreparedTurn, new: tuple[Message, ...], since_ms: int
 ) -> None:
     """Fold what left the window into the summary, given what the turn read and what it stored."""
-    if deps.summarizer is None or prepared.loaded.degraded:
+    features = prepared.features
+    if deps.summarizer is None or prepared.loaded.degraded or not features.summary:
         return
     user_id = prepared.agent.context.user_id
     loaded, limits = prepared.loaded, deps.limits
     messages = [*loaded.messages, *new]
     through = loaded.summary.through_message_id if loaded.summary else None
-    start = conversation_start(messages, deps.clock(), limits.conversations)
+    rules = features.conversation_rules(limits.conversations)
+    start = conversation_start(messages, deps.clock(), rules)
     if not fold_due(messages, start, through, limits.fold):
         return
     try:
         unsummarized = await asyncio.to_thread(
             deps.store.conversations.messages_after, user_id, loaded.summary, limits.fold_read_limit
         )
-        start = conversation_start(unsummarized, deps.clock(), limits.conversations)
+        start = conversation_start(unsummarized, deps.clock(), rules)
         due = fold_candidates(unsummarized, start, None, limits.fold)
         if not due:
             return

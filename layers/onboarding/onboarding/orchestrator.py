@@ -17,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 
 from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import DEFAULT_LIMITS, Limits
+from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.context import OnboardingAgentContext
 from onboarding.memory.conversations import conversation_start
 from onboarding.memory.transcript import transcript_lines
@@ -48,6 +49,12 @@ def degraded_context(error: StoreError) -> TurnContext:
     return TurnContext(degraded=True)
 
 
+def single_prompt_context() -> TurnContext:
+    """The context of a turn in single-prompt mode (the memory flag off): nothing read, and, as a
+    degraded turn, no tools and nothing written but its two messages. Not a fault: no warning."""
+    return TurnContext(degraded=True)
+
+
 @dataclass(frozen=True)
 class PreparedTurn:
     """The agent for a turn, and what was loaded for it (the turn folds the summary from it)."""
@@ -55,6 +62,12 @@ class PreparedTurn:
     agent: BaseOnboardingAgent
     loaded: TurnContext
     conversation_start: int  # index in loaded.messages of the current conversation's first message
+    features: MemoryFeatures = DEFAULT_FEATURES
+
+    @property
+    def memory_unavailable(self) -> bool:
+        """The memory could not be read (a fault the person is told about), not switched off."""
+        return self.loaded.degraded and self.features.memory
 
 
 class OnboardingAgentOrchestrator:
@@ -86,19 +99,28 @@ class OnboardingAgentOrchestrator:
             loaded = degraded_context(error)
         return self.prepare(user_id, loaded).agent
 
-    def prepare(self, user_id: str, loaded: TurnContext, message: Message | None = None) -> PreparedTurn:
+    def prepare(
+        self,
+        user_id: str,
+        loaded: TurnContext,
+        message: Message | None = None,
+        features: MemoryFeatures = DEFAULT_FEATURES,
+    ) -> PreparedTurn:
         """The agent for a turn over `loaded`: the window candidates are the current conversation's
         unsummarized messages; an earlier conversation's unsummarized tail rides with the summary.
-        `message`: the stored client message the turn answers (its id and time mark what is saved)."""
+        `message`: the stored client message the turn answers (its id and time mark what is saved).
+        `features`: without the summary the window is the newest messages and no summary is shown;
+        without the profile it is not shown (what the tools save is still saved)."""
         messages = loaded.messages
-        start = conversation_start(messages, self._clock(), self._limits.conversations)
+        start = conversation_start(messages, self._clock(), features.conversation_rules(self._limits.conversations))
         # A new conversation after earlier ones (a gap or a reset): the prompt opens with a recap.
         returning = messages[-1].created_at if messages and start == len(messages) else None
         source = AnswerSource(message.message_id or None, message.created_at) if message is not None else None
-        through = loaded.summary.through_message_id if loaded.summary else None
+        shown = loaded.summary if features.summary else None
+        through = shown.through_message_id if shown else None
         history = window_candidates(messages, start, through)
         carried = [f"- {line}" for line in transcript_lines(carried_over(messages, start, through))]
-        summary = "\n".join([*([loaded.summary.text] if loaded.summary else []), *carried]) or None
+        summary = ("\n".join([*([shown.text] if shown else []), *carried]) or None) if features.summary else None
         agent = self._create_agent(
             loaded.state.current_agent,
             loaded.state.agent_context,
@@ -106,9 +128,14 @@ class OnboardingAgentOrchestrator:
             history,
             loaded,
             summary,
-            {"message_source": source, "returning_since": returning},
+            {
+                "message_source": source,
+                "returning_since": returning,
+                "single_prompt": not features.memory,
+                "show_profile": features.profile,
+            },
         )
-        return PreparedTurn(agent, loaded, start)
+        return PreparedTurn(agent, loaded, start, features)
 
     @staticmethod
     def _format_history(messages: Sequence[Message]) -> list[Message]:

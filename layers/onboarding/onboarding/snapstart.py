@@ -174,9 +174,13 @@ class Primer:
     def _offline_service(self) -> "TurnService":
         from onboarding.composition import build_turn_service
 
-        # A breaker of its own: the live service's is never touched.
-        rate_free = self._settings.model_copy(update={"rate_limit_messages": 0})
-        return build_turn_service(rate_free, self._store, self._llm)
+        # A breaker of its own: the live service's is never touched. The default flags, from no
+        # store: AppConfig is not asked before the snapshot (a session started then would be
+        # shared by every restored copy, and expire while the snapshot is stored).
+        offline = self._settings.model_copy(
+            update={"rate_limit_messages": 0, "feature_flags_application": None, "feature_flags_file": None}
+        )
+        return build_turn_service(offline, self._store, self._llm)
 
     async def prime(self) -> None:
         """Build what a first call would, answering every request in process. Never raises: a

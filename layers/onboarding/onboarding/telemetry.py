@@ -32,6 +32,7 @@ class TurnLedger:
     history_messages: int = 0
     waiting_for: str | None = None
     memory_unavailable: bool = False
+    arm: str = ""  # the memory features the turn ran with (config/flags.py MemoryFeatures.arm)
     first_token_s: float | None = None
     answer_keys: tuple[str, ...] = ()
     tool_calls: int = 0
@@ -88,6 +89,7 @@ def turn_received(ledger: TurnLedger) -> None:
             "history_messages": ledger.history_messages,
             "waiting_for": ledger.waiting_for,
             "memory_unavailable": ledger.memory_unavailable,
+            "arm": ledger.arm,
         },
     )
 
@@ -102,6 +104,7 @@ def turn_responded(ledger: TurnLedger, outcome: str) -> None:
             "event": "turn_responded",
             "channel": ledger.channel,
             "outcome": outcome,
+            "arm": ledger.arm,
             "step": ledger.step,
             "answer_keys": list(ledger.answer_keys),
             "tool_calls": ledger.tool_calls,
@@ -119,7 +122,7 @@ def turn_responded(ledger: TurnLedger, outcome: str) -> None:
 
 def _emit_metrics(ledger: TurnLedger, outcome: str, duration_s: float) -> None:
     if outcome not in ("completed", "replayed"):
-        emit({"TurnFailed": (MetricUnit.Count, 1)}, {"kind": outcome})
+        emit({"TurnFailed": (MetricUnit.Count, 1)}, {"kind": outcome}, {"arm": ledger.arm})
         return
     values = {
         "TurnCompleted": (MetricUnit.Count, 1.0),
@@ -128,7 +131,7 @@ def _emit_metrics(ledger: TurnLedger, outcome: str, duration_s: float) -> None:
     }
     if ledger.first_token_s is not None:
         values["FirstTokenLatency"] = (MetricUnit.Milliseconds, ledger.first_token_s * 1000)
-    emit(values)
+    emit(values, properties={"arm": ledger.arm})
 
 
 def _costs(ledger: TurnLedger) -> dict[str, tuple[MetricUnit, float]]:

@@ -190,7 +190,7 @@ class Turn:
             count_metric("ModelCallSkipped")
             raise CoachUnavailableError(breaker.retry_after_s())
         parts: list[str] = []
-        if self._prepared.loaded.degraded:
+        if self._prepared.memory_unavailable:
             parts.append(MEMORY_UNAVAILABLE_NOTICE)
             yield MEMORY_UNAVAILABLE_NOTICE
         try:
@@ -241,7 +241,7 @@ class Turn:
             raise RuntimeError("a replayed turn has nothing to commit")
         agent, loaded = prepared.agent, prepared.loaded
         drafts = tuple(agent.produced)
-        if loaded.degraded and drafts:
+        if prepared.memory_unavailable and drafts:
             drafts = (Message("assistant", MEMORY_UNAVAILABLE_NOTICE.strip()), *drafts)
         if not drafts:
             # Bedrock would reject an empty assistant turn in later requests, so none is stored.

@@ -14,6 +14,7 @@ from aws_lambda_powertools import Logger
 
 from onboarding.audit import Caller, context_counts, record_access
 from onboarding.config import Limits
+from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.llm.prompts import reset_reply
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.llm.summarizer import Summarizer
@@ -31,7 +32,7 @@ from onboarding.model.errors import (
 from onboarding.model.messages import Message
 from onboarding.model.records import TurnContext
 from onboarding.model.text import is_blank
-from onboarding.orchestrator import OnboardingAgentOrchestrator, degraded_context
+from onboarding.orchestrator import OnboardingAgentOrchestrator, degraded_context, single_prompt_context
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import CLIENT_ID_PATTERN
 from onboarding.telemetry import TurnLedger, counting, turn_received
@@ -64,10 +65,12 @@ class TurnService:
         breaker: CircuitBreaker,
         summarizer: Summarizer | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        flags: Callable[[str], MemoryFeatures] = lambda user_id: DEFAULT_FEATURES,
         *,
         store_breaker: CircuitBreaker,
     ) -> None:
         self._orchestrator = orchestrator
+        self._flags = flags  # the user's memory features (onboarding/rollout.py); never raises
         self._limits = orchestrator.limits
         self._store_breaker = store_breaker
         self._deps = TurnDependencies(store, self._limits, breaker, summarizer, clock)
@@ -110,13 +113,15 @@ class TurnService:
         since_ms = int((received_at or self._deps.clock()).timestamp() * 1000)
         store, rate_limit = self._deps.store, self._limits.rate_limit
         caller = caller or Caller.function(f"{channel}-turn")
+        features = await asyncio.to_thread(self._flags, user_id)  # AppConfig's fetch blocks, once per max age
+        ledger.arm = features.arm
         with counting(ledger):
             if client_message_id is None:
-                loaded = await self._load(user_id, caller)
+                loaded = await self._context(user_id, features, caller, None)
                 user_message = await asyncio.to_thread(
                     store.writes.append_message, user_id, "user", message, rate_limit, since_ms
                 )
-                return self._turn(user_id, loaded, message, user_message, deadline, since_ms, ledger)
+                return self._turn(user_id, loaded, message, user_message, deadline, since_ms, ledger, features)
             if not CLIENT_ID_PATTERN.match(client_message_id):
                 raise InvalidMessageError("a client message id is 1 to 128 letters, digits or _.:-")
             try:
@@ -129,9 +134,17 @@ class TurnService:
                 logger.info("Repeated delivery of an answered message; replaying the stored reply")
                 turn_received(ledger)
                 return Turn.replay(self._deps, claimed, deadline, ledger)
-            loaded = await self._load(user_id, caller, exclude_message_id=claimed.user_message.message_id)
+            loaded = await self._context(user_id, features, caller, claimed.user_message.message_id)
         user_message = claimed.user_message
-        return self._turn(user_id, loaded, message, user_message, deadline, since_ms, ledger, client_message_id)
+        return self._turn(
+            user_id, loaded, message, user_message, deadline, since_ms, ledger, features, client_message_id
+        )
+
+    async def _context(
+        self, user_id: str, features: MemoryFeatures, caller: Caller, exclude_message_id: str | None
+    ) -> TurnContext:
+        """Single-prompt mode (the memory flag off) loads nothing; otherwise the turn's one Query."""
+        return await self._load(user_id, caller, exclude_message_id) if features.memory else single_prompt_context()
 
     async def _load(self, user_id: str, caller: Caller, exclude_message_id: str | None = None) -> TurnContext:
         """The turn's one Query; on a failed read, a degraded context (seed 000's degradation). While
@@ -162,9 +175,10 @@ class TurnService:
         deadline: Deadline,
         since_ms: int,
         ledger: TurnLedger,
+        features: MemoryFeatures,
         client_message_id: str | None = None,
     ) -> Turn:
-        prepared = self._orchestrator.prepare(user_id, loaded, user_message)
+        prepared = self._orchestrator.prepare(user_id, loaded, user_message, features)
         fixed_reply = None
         if is_reset_command(message, self._limits.reset_keywords):
             logger.info("Reset requested: a new conversation starts")
@@ -174,7 +188,7 @@ class TurnService:
         ledger.step = prepared.agent.agent_type.value
         ledger.history_messages = len(context.conversation_history)
         ledger.waiting_for = context.waiting_for.field if context.waiting_for else None
-        ledger.memory_unavailable = loaded.degraded
+        ledger.memory_unavailable = prepared.memory_unavailable
         turn_received(ledger)
         return Turn(
             prepared, self._deps, message, user_message, deadline, since_ms, ledger, client_message_id, fixed_reply

@@ -89,9 +89,10 @@ class BaseOnboardingAgent(ABC):
         a turn, what was loaded)."""
         state, profile = self.working.state, self.working.profile
         waiting = state.waiting_for
+        shown = self.context.show_profile  # the profile flag (docs/rollout.md)
         return PromptFacts(
-            profile_lines=profile.render_lines(),
-            address_as=profile.address_as,
+            profile_lines=profile.render_lines() if shown else (),
+            address_as=profile.address_as if shown else None,
             summary="\n".join(summary_lines) or None,
             waiting_for=waiting.field if waiting and waiting.step == self.agent_type else None,
             waiting_attempts=waiting.attempts if waiting else 0,
@@ -99,6 +100,7 @@ class BaseOnboardingAgent(ABC):
             onboarding_complete=state.completed_at is not None,
             memory_unavailable=self.context.memory_unavailable,
             returning_since=self.context.returning_since,
+            single_prompt=self.context.single_prompt,
         )
 
     def get_system_prompt(self, allowance: int | None = None) -> str:

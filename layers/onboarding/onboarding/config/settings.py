@@ -84,6 +84,10 @@ class Limits(_FromEnv):
     # How long an erase refuses the writes of turns that began before it: longer than a queued
     # text can wait (the SMS queue keeps messages 14 days).
     erased_marker_lifetime_s: int = Field(default=15 * 24 * 3600, ge=3600)
+    # Feature flags (docs/rollout.md): how long fetched flags are used before they are fetched
+    # again (a change reaches every instance within this), and how long one fetch may wait.
+    feature_flags_max_age_s: int = Field(default=60, ge=1, le=3600)
+    feature_flags_timeout_s: float = Field(default=1.0, gt=0, le=10)
 
     ENV_NAMES: ClassVar[dict[str, str]] = {
         "model_max_attempts": "BEDROCK_MAX_ATTEMPTS",
@@ -132,6 +136,8 @@ class Limits(_FromEnv):
         "write_attempts": "DYNAMODB_WRITE_ATTEMPTS",
         "erase_batch_attempts": "ERASE_BATCH_ATTEMPTS",
         "erased_marker_lifetime_s": "ERASED_MARKER_LIFETIME_S",
+        "feature_flags_max_age_s": "FEATURE_FLAGS_MAX_AGE_S",
+        "feature_flags_timeout_s": "FEATURE_FLAGS_TIMEOUT_S",
     }
 
     @classmethod
@@ -237,12 +243,31 @@ class Settings(Limits):
     table_name: str = Field(min_length=3)
     region: str = "us-east-1"
     model_id: str = DEFAULT_MODEL_ID
+    # Where the feature flags come from (docs/rollout.md): the AppConfig application, environment
+    # and configuration profile, or a JSON file (local runs). Neither: the default flags.
+    feature_flags_application: str | None = None
+    feature_flags_environment: str | None = None
+    feature_flags_profile: str | None = None
+    feature_flags_file: str | None = None
 
     ENV_NAMES: ClassVar[dict[str, str]] = {
         **Limits.ENV_NAMES,
         "table_name": "TABLE_NAME",
         "model_id": "BEDROCK_MODEL_ID",
+        "feature_flags_application": "FEATURE_FLAGS_APPLICATION",
+        "feature_flags_environment": "FEATURE_FLAGS_ENVIRONMENT",
+        "feature_flags_profile": "FEATURE_FLAGS_PROFILE",
+        "feature_flags_file": "FEATURE_FLAGS_FILE",
     }
+
+    @model_validator(mode="after")
+    def _one_flag_source(self) -> Self:
+        names = (self.feature_flags_application, self.feature_flags_environment, self.feature_flags_profile)
+        if any(names) and not all(names):
+            raise ValueError(
+                "FEATURE_FLAGS_APPLICATION, FEATURE_FLAGS_ENVIRONMENT and FEATURE_FLAGS_PROFILE are set together"
+            )
+        return self
 
     @classmethod
     def _env_values(cls, env: Mapping[str, str]) -> dict[str, Any]:

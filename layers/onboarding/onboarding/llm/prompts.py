@@ -175,6 +175,7 @@ class PromptFacts:
     skipped: Sequence[str] = ()
     onboarding_complete: bool = False
     memory_unavailable: bool = False
+    single_prompt: bool = False  # memory switched off for this user (a rollout arm), not a fault
     # Set when this message opens a new conversation after earlier ones: when they last talked.
     returning_since: datetime | None = None
 
@@ -182,6 +183,11 @@ class PromptFacts:
 MEMORY_UNAVAILABLE_RULE = (
     "Your notes about this client could not be loaded for this message (a temporary fault). Do not "
     "claim to remember anything about them and do not save answers; answer briefly and helpfully."
+)
+# Single-prompt mode (the memory flag off, docs/rollout.md): no notes by design, so nothing to apologise for.
+SINGLE_PROMPT_RULE = (
+    "You have no notes about this client: answer from their message alone. Do not claim to remember "
+    "anything about them and do not save answers; answer briefly and helpfully."
 )
 # Said by us, first, in a turn whose memory could not be read: the person knows why the coach may
 # ask something again. Their messages are still stored, so the next turn sees this one.
@@ -258,7 +264,9 @@ def system_prompt_sections(
         )
         parts.append(PromptSection("waiting_for", "Waiting for", waiting))
     parts.append(PromptSection("instructions", "Rules", NO_REASK_RULES))
-    if memory.memory_unavailable:
+    if memory.single_prompt:
+        parts.append(PromptSection("instructions", "Single prompt", SINGLE_PROMPT_RULE))
+    elif memory.memory_unavailable:
         parts.append(PromptSection("instructions", "Memory unavailable", MEMORY_UNAVAILABLE_RULE))
     return tuple(parts)
 

@@ -1,0 +1,66 @@
+"""Owns the memory's feature flags: their names, their documented defaults, and the value a turn
+runs with (docs/rollout.md, decision 0021).
+
+The defaults are what a turn uses when no flags were ever read (AppConfig or the file could not be
+reached, or held something invalid, since the instance started): every part of the memory on, as
+before the flags existed. Pure dataclasses: the SMS webhook imports config on its cold path.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from onboarding.config.policies import ConversationRules
+
+# The flag names, as in the AppConfig configuration (Powertools' feature flags schema).
+MEMORY_FLAG = "memory"
+SUMMARY_FLAG = "rolling_summary"
+PROFILE_FLAG = "profile"
+GAP_FLAG = "conversation_gap"
+# The context key a percentage rule's MODULO_RANGE reads: a stable integer from the user id.
+ROLLOUT_KEY = "rollout_bucket"
+# The arm of a turn with every flag on, and of one in single-prompt mode.
+FULL_ARM = "full"
+SINGLE_PROMPT_ARM = "single_prompt"
+
+
+@dataclass(frozen=True)
+class MemoryFeatures:
+    """Which parts of the memory one user's turn uses.
+
+    memory: off is single-prompt mode: nothing is loaded, the agent gets the system prompt and
+        the message only (no tools), and the message and reply are still stored.
+    summary: the rolling summary is shown and folded. profile: the profile is shown in the prompt
+        (what the tools save is still saved). gap: an idle gap opens a new conversation (a recap).
+    """
+
+    memory: bool = True
+    summary: bool = True
+    profile: bool = True
+    gap: bool = True
+
+    @property
+    def arm(self) -> str:
+        """The arm the turn runs in, for comparing arms in the telemetry: `full`, `single_prompt`,
+        or the parts that are off (`no_summary/no_gap`)."""
+        if not self.memory:
+            return SINGLE_PROMPT_ARM
+        off = [name for name, on in (("summary", self.summary), ("profile", self.profile), ("gap", self.gap)) if not on]
+        return "/".join(f"no_{name}" for name in off) or FULL_ARM
+
+    def conversation_rules(self, rules: ConversationRules) -> ConversationRules:
+        """The rules a turn splits conversations by: without the gap flag, only a reset splits."""
+        return rules if self.gap else ConversationRules(float("inf"), rules.reset_keywords)
+
+
+DEFAULT_FEATURES = MemoryFeatures()
+
+
+def default_flags_document() -> dict[str, Any]:
+    """The defaults as a Powertools feature flags configuration: the template deploys this as the
+    first AppConfig version, and `infra/flags` starts from it."""
+    return {
+        MEMORY_FLAG: {"default": DEFAULT_FEATURES.memory},
+        SUMMARY_FLAG: {"default": DEFAULT_FEATURES.summary},
+        PROFILE_FLAG: {"default": DEFAULT_FEATURES.profile},
+        GAP_FLAG: {"default": DEFAULT_FEATURES.gap},
+    }
