@@ -39,6 +39,7 @@ def _pct(hits: int, total: int) -> str:
 
 def figures(results: Sequence[QuestionResult]) -> dict[str, object]:
     answerable = [r for r in results if r.answerable]
+    abstention = [r for r in results if not r.answerable]
     updates = [r for r in answerable if r.update]
     claimed = [r for r in answerable if r.ours.carrier != "summary"]
     ours_tokens = statistics.fmean(r.ours.tokens for r in results) if results else 0.0
@@ -53,6 +54,7 @@ def figures(results: Sequence[QuestionResult]) -> dict[str, object]:
         "updates": len(updates),
         "ours_updates_current": sum(r.ours.recalled and not r.ours.superseded_as_current for r in updates),
         "ours_superseded_as_current": sum(r.ours.superseded_as_current for r in results),
+        "ours_abstention_clean": sum(not r.ours.false_evidence for r in abstention),
         "ours_mean_tokens": round(ours_tokens),
         "full_history_mean_tokens": round(full_tokens),
         "ours_tokens_ratio": round(ours_tokens / full_tokens, 3) if full_tokens else None,
@@ -63,6 +65,7 @@ def figures(results: Sequence[QuestionResult]) -> dict[str, object]:
             round(statistics.fmean(r.baselines[name].tokens for r in results)) if results else 0
         )
         out[f"{name}_holds_old_value"] = sum(r.baselines[name].holds_old_value for r in updates)
+        out[f"{name}_abstention_clean"] = sum(not r.baselines[name].false_evidence for r in abstention)
     for key, values in (
         ("by_category", sorted({r.category for r in answerable})),
         ("by_carrier", sorted({r.ours.carrier or "missing" for r in answerable})),
@@ -83,6 +86,7 @@ def figures(results: Sequence[QuestionResult]) -> dict[str, object]:
 
 def table(f: dict[str, object]) -> list[str]:
     n, u = int(f["answerable"]), int(f["updates"])  # type: ignore[call-overload]
+    a = int(f["abstention_questions"])  # type: ignore[call-overload]
     rows = [
         "| figure | ours | window-15 (seed) | full history cut to budget | LangChain window (20 messages) |",
         "|---|---|---|---|---|",
@@ -93,6 +97,9 @@ def table(f: dict[str, object]) -> list[str]:
         + " | ".join(f"old value in {int(f[f'{b}_holds_old_value'])} of {u}" for b in BASELINES)  # type: ignore[call-overload]
         + " |",
         f"| prompts presenting a superseded value as current | {f['ours_superseded_as_current']} | – | – | – |",
+        f"| abstention: no false evidence ({a}: the trap value is not in what the model read) | "
+        + " | ".join(_pct(int(f.get(f"{b}_abstention_clean", 0)), a) for b in ("ours", *BASELINES))  # type: ignore[call-overload]
+        + " |",
         f"| mean prompt tokens | {f['ours_mean_tokens']} ({f['ours_tokens_ratio']} of the full history's "
         f"{f['full_history_mean_tokens']}) | " + " | ".join(str(f[f"{b}_mean_tokens"]) for b in BASELINES) + " |",
         "",
@@ -112,7 +119,8 @@ def table(f: dict[str, object]) -> list[str]:
             )
     rows.append(
         f"\nFacts carried only by the summary (not claimed: offline the emulator wrote it): {f['summary_only']}; "
-        f"abstention questions (no evidence; answers not scored offline): {f['abstention_questions']}."
+        f"abstention questions (nothing answers them; scored offline only for false evidence): "
+        f"{f['abstention_questions']}."
     )
     return rows
 
