@@ -44,7 +44,8 @@ def plot(figures: dict[str, Any], path: Path) -> None:
     right.bar(["ours", *BASELINES, "full"], [*tokens, figures["full_history_mean_tokens"]])
     right.set_ylabel("mean prompt tokens")
     right.tick_params(axis="x", labelrotation=45)
-    figure.suptitle("Memory benchmark (LoCoMo layout, local stack, Bedrock emulator)")
+    model = "real model" if figures.get("mode") == "aws" else "Bedrock emulator"
+    figure.suptitle(f"Memory benchmark (LoCoMo layout, local stack, {model})")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -53,13 +54,25 @@ def plot(figures: dict[str, Any], path: Path) -> None:
 def write(figures: dict[str, Any], table: list[str], out: Path, command: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     plot(figures, out / "memory-benchmark.png")
+    aws = figures.get("mode") == "aws"
+    model = (
+        f"the model at {figures.get('model_endpoint')} ({figures.get('coach_model')}), each answer judged by "
+        f"{figures.get('judge_model')}"
+        if aws
+        else "the Bedrock emulator through langchain-aws"
+    )
     (out / "memory-benchmark.md").write_text(
-        "# Memory benchmark (LoCoMo layout, offline)\n\n"
+        f"# Memory benchmark (LoCoMo layout, {'real model, judged answers' if aws else 'offline'})\n\n"
         f"Measured with `{command}`: every conversation replayed through the local stack (the HTTP API\n"
-        "and the Twilio webhook, DynamoDB on moto's server, the Bedrock emulator through langchain-aws);\n"
+        f"and the Twilio webhook, DynamoDB on moto's server, {model});\n"
         "at each question, what the model got is scored against three baselines built from the same\n"
-        "transcript at the same point. The replay is deterministic (the same data gives the same counts),\n"
-        "so one run is the figure; no timing is measured here.\n\n"
+        "transcript at the same point. "
+        + (
+            "A real model is not deterministic: this run is one sample, and the judge is a model too.\n\n"
+            if aws
+            else "The replay is deterministic (the same data gives the same counts),\n"
+            "so one run is the figure; no timing is measured here.\n\n"
+        )
         + "\n".join(table)
         + "\n\n"
         + "\n".join(goal_rows(figures))

@@ -84,7 +84,8 @@ def test_the_synthetic_conversations_are_what_the_issue_asks_for(tmp_path: Path)
         # Each abstention question has a trap the client never says (so any trap found was not said).
         traps = [q.trap for q in c.questions if q.answer is None]
         said = " ".join(d.text for s in c.sessions for d in s.dialogs).casefold()
-        assert len(traps) == 2 and all(t and t.casefold() not in said for t in traps)
+        assert len(traps) == 2
+        assert all(t and t.casefold() not in said for t in traps)
 
 
 def _request(system: str, *texts: str) -> RecordedRequest:
