@@ -30,10 +30,8 @@ class BedrockRecorder:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
-        if boto3.DEFAULT_SESSION is None:
-            boto3.setup_default_session()
-        session = boto3.DEFAULT_SESSION
-        assert session is not None  # noqa: S101 - set just above; for the type checker
+        session = boto3.DEFAULT_SESSION or boto3.Session()
+        boto3.DEFAULT_SESSION = session  # the session every client of ours is made on
         for operation in OPERATIONS:
             session.events.register(f"provide-client-params.bedrock-runtime.{operation}", self._record)
 
