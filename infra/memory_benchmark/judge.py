@@ -7,12 +7,15 @@ it does not know or was never told. The model comes from the project's one build
 (onboarding.llm.chat_model), with the judge's model id and temperature 0.
 
 A verdict that names neither label, or both, is "unparseable": it counts as wrong and is reported.
+A judge call that fails (after the builder's retries) is "failed": also wrong, also reported, and
+the run goes on (a long paid run is not lost to one throttled call).
 """
 
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -20,7 +23,7 @@ from infra.memory_benchmark.dataset import Question
 from infra.memory_benchmark.judge_prompt import JUDGE_SYSTEM_PROMPT, NO_ANSWER
 from onboarding.config import Settings
 
-CORRECT, WRONG, UNPARSEABLE = "CORRECT", "WRONG", "unparseable"
+CORRECT, WRONG, UNPARSEABLE, FAILED = "CORRECT", "WRONG", "unparseable", "failed"
 # The judge's default model: the coach's own default unless --judge-model or JUDGE_MODEL_ID names another.
 JUDGE_MODEL_ENV = "JUDGE_MODEL_ID"
 _JSON_LABEL = re.compile(r'"label"\s*:\s*"(CORRECT|WRONG)"', re.IGNORECASE)
@@ -54,7 +57,12 @@ class LlmJudge:
         self.model = model
 
     def __call__(self, question: Question, answer: str) -> str:
-        reply = self.model.invoke([SystemMessage(JUDGE_SYSTEM_PROMPT), HumanMessage(judge_request(question, answer))])
+        try:
+            reply = self.model.invoke(
+                [SystemMessage(JUDGE_SYSTEM_PROMPT), HumanMessage(judge_request(question, answer))]
+            )
+        except (BotoCoreError, ClientError):
+            return FAILED  # counted and reported as such: the run's figures say how many
         return parse_verdict(reply.text)
 
 
@@ -63,14 +71,16 @@ def accuracy(results: Iterable[Any]) -> dict[str, Any]:
     judged = [r for r in results if r.verdict]
     table: dict[str, dict[str, int]] = {}
     for r in judged:
-        row = table.setdefault(r.category, {"questions": 0, "correct": 0, "unparseable": 0})
+        row = table.setdefault(r.category, {"questions": 0, "correct": 0, "unparseable": 0, "failed": 0})
         row["questions"] += 1
         row["correct"] += r.verdict == CORRECT
         row["unparseable"] += r.verdict == UNPARSEABLE
+        row["failed"] += r.verdict == FAILED
     return {
         "judged": len(judged),
         "correct": sum(r.verdict == CORRECT for r in judged),
         "unparseable": sum(r.verdict == UNPARSEABLE for r in judged),
+        "failed": sum(r.verdict == FAILED for r in judged),
         "by_category": dict(sorted(table.items())),
     }
 
@@ -82,14 +92,17 @@ def accuracy_rows(found: Mapping[str, Any]) -> list[str]:
         return ["Answer accuracy: not measured (offline, no answer accuracy is claimed; `--aws` measures it)."]
     judge = found.get("judge_model", "")
     rows = [
-        f"Answer accuracy, LLM judge ({judge}; an unparseable verdict counts as wrong): "
+        f"Answer accuracy, LLM judge ({judge}; an unparseable verdict or a failed call counts as wrong): "
         f"{100 * acc['correct'] / acc['judged']:.1f} % ({acc['correct']}/{acc['judged']}), "
-        f"{acc['unparseable']} unparseable.",
+        f"{acc['unparseable']} unparseable, {acc.get('failed', 0)} failed.",
         "",
-        "| by category | questions | correct | unparseable | accuracy |",
-        "|---|---|---|---|---|",
+        "| by category | questions | correct | unparseable | judge call failed | accuracy |",
+        "|---|---|---|---|---|---|",
     ]
     for name, row in acc["by_category"].items():
         share = f"{100 * row['correct'] / row['questions']:.1f} %"
-        rows.append(f"| {name} | {row['questions']} | {row['correct']} | {row['unparseable']} | {share} |")
+        rows.append(
+            f"| {name} | {row['questions']} | {row['correct']} | {row['unparseable']} | {row.get('failed', 0)} "
+            f"| {share} |"
+        )
     return rows

@@ -31,7 +31,8 @@ one, and at each question also judges the coach's answer with a second model cal
 LoCoMo results are usually judged (Mem0's evaluation: question, gold answer, generated answer,
 a CORRECT/WRONG label; an abstention is CORRECT only when the coach says it was not told). The
 judge is `--judge-model` (default `JUDGE_MODEL_ID`, else the project's default model) at
-temperature 0; a verdict that names no label counts as wrong and is counted apart. A judge of the
+temperature 0; a verdict that names no label, or a judge call that fails after its retries,
+counts as wrong and is counted apart. A judge of the
 same family as the coach may favour its answers; a real model's run is one sample. Our synthetic
 client answers in the order the local coach asks; a real model that asks in another order may
 save an answer under another question, and the evidence figures then show it. The test suite

@@ -83,10 +83,11 @@ def test_the_aws_path_judges_each_answer_and_counts_an_unparseable_verdict_as_wr
         "judged": 4,
         "correct": 1,
         "unparseable": 1,
+        "failed": 0,
         "by_category": {
-            "adversarial": {"questions": 1, "correct": 0, "unparseable": 0},
-            "open-domain": {"questions": 1, "correct": 0, "unparseable": 1},
-            "single-hop": {"questions": 2, "correct": 1, "unparseable": 0},
+            "adversarial": {"questions": 1, "correct": 0, "unparseable": 0, "failed": 0},
+            "open-domain": {"questions": 1, "correct": 0, "unparseable": 1, "failed": 0},
+            "single-hop": {"questions": 2, "correct": 1, "unparseable": 0, "failed": 0},
         },
     }
     assert (found["mode"], found["coach_model"], found["judge_model"]) == ("aws", COACH, JUDGE)
@@ -102,8 +103,11 @@ def test_the_aws_path_judges_each_answer_and_counts_an_unparseable_verdict_as_wr
     assert found["ours_recall"] == found["answerable"] == 3
     assert found["ours_abstention_clean"] == 1
     report = (out / "memory-benchmark.md").read_text(encoding="utf-8")
-    assert f"Answer accuracy, LLM judge ({JUDGE}; an unparseable verdict counts as wrong): 25.0 % (1/4)" in report
-    assert "| open-domain | 1 | 0 | 1 | 0.0 % |" in report
+    assert (
+        f"Answer accuracy, LLM judge ({JUDGE}; an unparseable verdict or a failed call counts as wrong): 25.0 % (1/4)"
+        in report
+    )
+    assert "| open-domain | 1 | 0 | 1 | 0 | 0.0 % |" in report
 
 
 def test_aws_without_credentials_says_what_it_needs_and_runs_nothing(

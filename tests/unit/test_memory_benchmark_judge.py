@@ -3,8 +3,10 @@ one counts as wrong and is reported), aggregated by category, asked with the que
 answer and the coach's answer; and the emulator's judge, the test double the --aws test runs on."""
 
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
@@ -12,6 +14,7 @@ from infra.bedrock_emulator.judge import is_judge_request, judge_reply
 from infra.memory_benchmark.dataset import Question
 from infra.memory_benchmark.judge import (
     CORRECT,
+    FAILED,
     UNPARSEABLE,
     WRONG,
     LlmJudge,
@@ -61,6 +64,14 @@ def test_the_judge_is_asked_with_question_gold_and_answer_and_an_abstention_has_
     assert "CORRECT only if it says it does not know" in JUDGE_SYSTEM_PROMPT
 
 
+def test_a_judge_call_that_fails_is_reported_as_failed_and_the_run_goes_on() -> None:
+    class Throttled(GenericFakeChatModel):
+        def invoke(self, *args: Any, **kwargs: Any) -> Any:
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "Converse")
+
+    assert LlmJudge(Throttled(messages=iter([])))(WEIGHT, "72 kg") == FAILED
+
+
 def test_the_judge_model_is_the_coach_settings_with_its_own_id_and_no_sampling() -> None:
     coach = Settings(table_name="table", model_id="coach-model", model_temperature=0.7)
     judge = judge_settings(coach, "judge-model")
@@ -74,21 +85,23 @@ def test_accuracy_is_aggregated_by_category_and_an_unparseable_verdict_counts_as
         SimpleNamespace(category="single-hop", verdict=WRONG),
         SimpleNamespace(category="adversarial", verdict=CORRECT),
         SimpleNamespace(category="adversarial", verdict=UNPARSEABLE),
+        SimpleNamespace(category="adversarial", verdict=FAILED),
         SimpleNamespace(category="temporal", verdict=""),  # not judged (offline): left out
     ]
     found = accuracy(results)
     assert found == {
-        "judged": 4,
+        "judged": 5,
         "correct": 2,
         "unparseable": 1,
+        "failed": 1,
         "by_category": {
-            "adversarial": {"questions": 2, "correct": 1, "unparseable": 1},
-            "single-hop": {"questions": 2, "correct": 1, "unparseable": 0},
+            "adversarial": {"questions": 3, "correct": 1, "unparseable": 1, "failed": 1},
+            "single-hop": {"questions": 2, "correct": 1, "unparseable": 0, "failed": 0},
         },
     }
     rows = accuracy_rows({"answer_accuracy": found, "judge_model": "j"})
-    assert "50.0 % (2/4), 1 unparseable" in rows[0]
-    assert "| adversarial | 2 | 1 | 1 | 50.0 % |" in rows
+    assert "40.0 % (2/5), 1 unparseable, 1 failed" in rows[0]
+    assert "| adversarial | 3 | 1 | 1 | 1 | 33.3 % |" in rows
 
 
 def test_offline_the_report_claims_no_answer_accuracy() -> None:
