@@ -170,11 +170,17 @@ class LocalStack:
         command: str = "a local stack",
         gateway_wrap: Callable[[Any], Any] | None = None,
         flags_file: Path | None = None,
+        real_model: bool = False,
     ) -> None:
         """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue;
         `gateway_wrap` wraps the gateway's ASGI app (the memory console, infra/console); `flags_file`
         is the feature flags file every turn's flags come from (FEATURE_FLAGS_FILE). Fixed ports
-        are checked before anything starts: PortInUseError names the taken one and its option."""
+        are checked before anything starts: PortInUseError names the taken one and its option.
+
+        `real_model` (the memory benchmark's --aws) leaves the model to the environment: the
+        emulator still starts but nothing is pointed at it, and the process keeps its own
+        credentials and region (the local servers accept any; their resources are made in that
+        region, as moto keeps one set per region)."""
         from infra.bedrock_emulator import BedrockEmulator
         from infra.twilio_emulator import TwilioEmulator
 
@@ -185,6 +191,12 @@ class LocalStack:
         )
         self.data_file = data_file
         self.table_name = table_name
+        self.real_model = real_model
+        self.region = (
+            os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or LOCAL_REGION
+            if real_model
+            else LOCAL_REGION
+        )
         self.host = host
         self.command = command
         self._lock = DataLock(data_file) if data_file is not None else None
@@ -214,10 +226,14 @@ class LocalStack:
     @property
     def environment(self) -> dict[str, str]:
         """What a process needs to use this stack; no real AWS credentials are involved."""
+        model: dict[str, str] = (
+            {"AWS_REGION": self.region, "AWS_DEFAULT_REGION": self.region}
+            if self.real_model
+            else {"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": self.bedrock.url, **LOCAL_AWS_ENVIRONMENT}
+        )
         return {
             "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb.url,
-            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": self.bedrock.url,
-            **LOCAL_AWS_ENVIRONMENT,
+            **model,
             "TABLE_NAME": self.table_name,
             "AWS_ENDPOINT_URL_SQS": self.dynamodb.url,
             "AWS_ENDPOINT_URL_SSM": self.dynamodb.url,
@@ -313,7 +329,7 @@ class LocalStack:
         )
         return boto3.client(  # type: ignore[call-overload]
             service,
-            region_name=LOCAL_REGION,
+            region_name=self.region,
             endpoint_url=self.dynamodb.url,
             aws_access_key_id="local",
             aws_secret_access_key="local",  # noqa: S106 - the local server's dummy credentials

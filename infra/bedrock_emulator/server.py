@@ -13,6 +13,7 @@ from urllib.parse import unquote
 
 from infra.bedrock_emulator.coach import CoachReply, Turn, coach_respond
 from infra.bedrock_emulator.eventstream import encode_event, encode_exception
+from infra.bedrock_emulator.judge import is_judge_request, judge_reply
 from infra.bedrock_emulator.rules import ConverseValidationError, message_text, validate_converse_request
 
 _ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/(?P<operation>converse|converse-stream)$")
@@ -107,6 +108,8 @@ class _Handler(BaseHTTPRequestHandler):
             reply = scripted
         elif fault is not None and fault.kind == "empty_reply":
             reply = CoachReply("")
+        elif is_judge_request(request.system_text):  # the memory benchmark's judge (a test double)
+            reply = judge_reply(body["messages"])
         else:
             reply = coach_respond(request.system_text, body["messages"], body.get("toolConfig"))
         if operation == "converse":

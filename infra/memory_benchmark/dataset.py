@@ -3,7 +3,8 @@
 LoCoMo's file is a list of samples; each has `sample_id`, `conversation` (`speaker_a`, `speaker_b`,
 `session_<n>_date_time` and `session_<n>`: a list of `{"speaker", "dia_id", "text"}`) and `qa`
 (`{"question", "answer", "evidence": [dia_id, ...], "category": int}`; an adversarial question has
-`adversarial_answer` instead of `answer`). Anyone with the dataset can point the benchmark at it.
+`adversarial_answer` instead of `answer`: the trap, a value that would be a wrong answer). Anyone
+with the dataset can point the benchmark at it.
 
 Ours adds, where LoCoMo has nothing to say, optional keys a LoCoMo file simply lacks:
 `session_<n>_channel` ("app" or "sms"; "app" when absent), and on a question `superseded` (values
@@ -52,6 +53,9 @@ class Question:
     evidence: tuple[str, ...]
     category: int
     superseded: tuple[str, ...] = ()
+    # An abstention question's trap (LoCoMo's `adversarial_answer`): a value that would be a wrong
+    # answer; it must not reach the model as evidence (see replay.py).
+    trap: str | None = None
 
     @property
     def category_name(self) -> str:
@@ -81,12 +85,14 @@ def _question(raw: Mapping[str, Any], where: str) -> Question:
     if not isinstance(raw.get("question"), str) or not isinstance(raw.get("category"), int):
         raise DatasetError(f"{where}: a question needs a 'question' string and an integer 'category'")
     answer = raw.get("answer", raw.get("adversarial_answer") if raw.get("category") != 5 else None)
+    trap = raw.get("adversarial_answer")
     return Question(
         raw["question"],
         None if answer is None or raw["category"] == 5 else str(answer),
         tuple(str(e) for e in raw.get("evidence", []) or []),
         raw["category"],
         tuple(str(v) for v in raw.get("superseded", []) or []),
+        str(trap) if trap not in (None, "") and (answer is None or raw["category"] == 5) else None,
     )
 
 
@@ -133,7 +139,13 @@ def to_locomo(conversations: Sequence[Conversation], coach: str = "Coach") -> li
         qa = []
         for q in c.questions:
             entry: dict[str, Any] = {"question": q.question, "evidence": list(q.evidence), "category": q.category}
-            entry |= {"adversarial_answer": "not mentioned"} if q.answer is None else {"answer": q.answer}
+            entry |= (
+                {"answer": q.answer}
+                if q.answer is not None
+                else {"adversarial_answer": q.trap}
+                if q.trap
+                else {"answer": None}
+            )
             if q.superseded:
                 entry["superseded"] = list(q.superseded)
             qa.append(entry)

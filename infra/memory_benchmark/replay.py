@@ -9,7 +9,11 @@ are captured from the emulator. Scored:
   profile, window, summary, or a tool result of a later round);
 - current value: after a correction, the new value is there and no superseded value stands in the
   sections that present current values (`Already known`, `About the client`);
-- prompt tokens of the first request.
+- prompt tokens of the first request;
+- abstention (a question nothing in the conversation answers): no false evidence, i.e. the
+  question's trap (LoCoMo's `adversarial_answer`, a value that would be a wrong answer) is nowhere
+  in what the model read, saved sections, window and tool results alike. A prompt-level benchmark
+  can say no more: whether the model then says "you never told me" is `--aws`'s judge's to score.
 
 The baselines are built from the same replayed transcript (the client's words and the replies)
 at the same point: the seed's last 15 messages; the full history, whole and cut to the token
@@ -18,9 +22,9 @@ budget; LangChain's `trim_messages` keeping the last 20 messages (a 10-exchange 
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
@@ -52,6 +56,7 @@ class Score:
     carrier: str = ""  # ours only: where the evidence was found
     superseded_as_current: bool = False
     holds_old_value: bool = False
+    false_evidence: bool = False  # abstention: the question's trap reached the model
 
 
 @dataclass
@@ -65,6 +70,8 @@ class QuestionResult:
     ours: Score
     baselines: dict[str, Score] = field(default_factory=dict)
     full_tokens: int = 0
+    answer: str = ""  # the coach's reply to the question (judged only with --aws)
+    verdict: str = ""  # --aws: the judge's CORRECT / WRONG, or "unparseable"; "" when not judged
 
 
 def _parts(question: Question) -> list[str]:
@@ -78,6 +85,10 @@ def _found(question: Question, conversation: Conversation, text: str) -> bool:
         return True
     dialogs = [conversation.dialog(e) for e in question.evidence]
     return bool(dialogs) and all(d is not None and normal(d.text) in said for d in dialogs)
+
+
+def _trapped(question: Question, text: str) -> bool:
+    return bool(question.trap) and normal(question.trap or "") in normal(text)
 
 
 def _sections(system: str) -> dict[str, str]:
@@ -105,7 +116,8 @@ def score_ours(question: Question, conversation: Conversation, requests: Sequenc
     carrier = next((name for name, text in carriers if text and _found(question, conversation, text)), "")
     current = normal(_current(first.system_text))
     stale = any(normal(old) in current for old in question.superseded)
-    return Score(bool(carrier), request_tokens(first), carrier, stale)
+    trapped = _trapped(question, "\n".join(map(request_text, requests)))
+    return Score(bool(carrier), request_tokens(first), carrier, stale, false_evidence=trapped)
 
 
 def _tokens(messages: Sequence[BaseMessage]) -> int:
@@ -137,15 +149,41 @@ def score_baselines(
     for name, kept in windows.items():
         text = "\n".join(str(m.content) for m in kept)
         old = any(normal(v) in normal(text) for v in question.superseded)
-        scores[name] = Score(_found(question, conversation, text), _tokens([*kept, asked]), holds_old_value=old)
+        scores[name] = Score(
+            _found(question, conversation, text),
+            _tokens([*kept, asked]),
+            holds_old_value=old,
+            false_evidence=_trapped(question, text),
+        )
     return scores, _tokens([*history, asked])
+
+
+class ModelRequests(Protocol):
+    """Where the model's requests are read: the emulator, or (--aws) a recorder on boto3's session."""
+
+    @property
+    def requests(self) -> list[RecordedRequest]: ...
+
+
+Judge = Callable[[Question, str], str]  # (question, the coach's answer) -> CORRECT / WRONG / unparseable
 
 
 class Replayer:
     """Talks as one conversation's client to the local stack: its app, and its phone once linked."""
 
-    def __init__(self, stack: LocalStack, conversation: Conversation, gap_s: float, number: int) -> None:
+    def __init__(
+        self,
+        stack: LocalStack,
+        conversation: Conversation,
+        gap_s: float,
+        number: int,
+        model: ModelRequests | None = None,
+        judge: Judge | None = None,
+    ) -> None:
         self.stack, self.conversation, self.gap_s = stack, conversation, gap_s
+        self.model: ModelRequests = model if model is not None else stack.bedrock
+        self.judge = judge
+        self.reply = ""
         self.user = f"bench-{conversation.sample_id}-{uuid.uuid4().hex[:6]}"
         self.phone = f"+1555{7000000 + number:07d}"
         self.http = httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {self.user}"}, timeout=60)
@@ -154,10 +192,10 @@ class Replayer:
 
     def _coach_requests(self, since: int) -> list[RecordedRequest]:
         summary = SUMMARY_SYSTEM_PROMPT[:30]
-        return [r for r in self.stack.bedrock.requests[since:] if not r.system_text.startswith(summary)]
+        return [r for r in self.model.requests[since:] if not r.system_text.startswith(summary)]
 
     def say(self, text: str, channel: str) -> list[RecordedRequest]:
-        since = len(self.stack.bedrock.requests)
+        since = len(self.model.requests)
         if channel == "sms":
             if not self.linked:
                 code = self.http.post("/phone-links").json()["code"]
@@ -169,6 +207,7 @@ class Replayer:
             response.raise_for_status()
             reply = str(response.json()["reply"])
         self.transcript += [HumanMessage(text), AIMessage(reply)]
+        self.reply = reply
         return self._coach_requests(since)
 
     def _text(self, text: str) -> str:
@@ -209,6 +248,8 @@ class Replayer:
                     ours,
                     baselines,
                     full,
+                    self.reply,
+                    self.judge(question, self.reply) if self.judge is not None else "",
                 )
             )
             if progress is not None:

@@ -34,6 +34,10 @@ ASIDES = (
     ("job", "By the way, I work as a {x}.", ("nurse", "teacher", "welder", "chef")),
 )
 
+# Abstention traps: names and races that appear nowhere in what a client says (a unit test checks).
+CAT_TRAPS = ("Whiskers", "Luna", "Mittens", "Oscar")
+MARATHON_TRAPS = ("the Boston Marathon", "the Berlin Marathon", "the Chicago Marathon")
+
 
 def _answers(rng: random.Random) -> dict[str, str]:
     return {
@@ -149,8 +153,10 @@ def conversation(index: int, sessions: int = 10, turns_per_session: int = 30, se
         Question(
             "Given my diet, what should I eat after training?", answers["dietary_pattern"], (s["dietary_pattern"],), 3
         ),
-        Question("What is the name of my cat?", None, (), 5),
-        Question("Which marathon did I run last year?", None, (), 5),
+        # Abstention: never said. Each carries a trap (LoCoMo's `adversarial_answer`), a plausible
+        # value the client never gave: it must never reach the model as evidence.
+        Question("What is the name of my cat?", None, (), 5, trap=rng.choice(CAT_TRAPS)),
+        Question("Which marathon did I run last year?", None, (), 5, trap=rng.choice(MARATHON_TRAPS)),
     )
     return Conversation(f"fit-{index + 1:02d}", CLIENT, tuple(w.sessions), questions)
 

@@ -57,6 +57,7 @@ def test_the_loader_reads_locomos_layout(tmp_path: Path) -> None:
     temporal, adversarial = conversation.questions
     assert (temporal.category_name, temporal.answer, temporal.evidence) == ("temporal", "7 May 2023", ("D1:1",))
     assert (adversarial.category_name, adversarial.answer) == ("adversarial", None)
+    assert (temporal.trap, adversarial.trap) == (None, "a dog")  # LoCoMo's adversarial_answer is the trap
 
 
 def test_a_file_not_in_the_layout_is_refused_with_where(tmp_path: Path) -> None:
@@ -80,6 +81,11 @@ def test_the_synthetic_conversations_are_what_the_issue_asks_for(tmp_path: Path)
         assert {"single-hop", "multi-hop", "temporal", "open-domain", "adversarial", "knowledge-update"} <= categories
         assert all(q.evidence and all(c.dialog(e) for e in q.evidence) for q in c.questions if q.answer)
         assert any(d.text == "start over" for s in c.sessions for d in s.dialogs)
+        # Each abstention question has a trap the client never says (so any trap found was not said).
+        traps = [q.trap for q in c.questions if q.answer is None]
+        said = " ".join(d.text for s in c.sessions for d in s.dialogs).casefold()
+        assert len(traps) == 2
+        assert all(t and t.casefold() not in said for t in traps)
 
 
 def _request(system: str, *texts: str) -> RecordedRequest:
@@ -103,3 +109,19 @@ def test_scores_see_a_missing_fact_and_a_superseded_value_presented_as_current()
     assert not scores["window-15"].recalled  # the old value was said 31 messages ago
     assert scores["full-cut"].holds_old_value
     assert full > scores["window-15"].tokens
+
+
+def test_an_abstention_question_is_scored_for_false_evidence_in_ours_and_the_baselines() -> None:
+    [c] = conversations(1, 10, 0)
+    cat = next(q for q in c.questions if q.question == "What is the name of my cat?")
+    assert cat.trap
+    clean = _request("Already known:\n- fitness_assessment.fitness_level: beginner", "What is my cat's name?")
+    trapped = _request(f"About the client:\n- cat: {cat.trap}", "What is my cat's name?")
+    in_tool_result = [clean, _request("", f"answer_history: {cat.trap.upper()}")]
+    assert not score_ours(cat, c, [clean]).false_evidence
+    assert score_ours(cat, c, [trapped]).false_evidence
+    assert score_ours(cat, c, in_tool_result).false_evidence  # any round the model reads counts
+    quiet, _ = score_baselines(cat, c, [HumanMessage("hello"), AIMessage("hi")], 12_000)
+    assert not any(s.false_evidence for s in quiet.values())
+    told, _ = score_baselines(cat, c, [HumanMessage(f"my cat is {cat.trap}"), AIMessage("ok")], 12_000)
+    assert all(s.false_evidence for s in told.values())
