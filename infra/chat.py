@@ -109,9 +109,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
+    # Checked first: a bad file stops the command before it changes anything, its environment included.
+    flags_file = None if arguments.flags is None else checked_flags_file(arguments.flags)
     # A terminal conversation, not a Lambda: the per-turn CloudWatch metric lines would only clutter it.
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-    flags_file = None if arguments.flags is None else checked_flags_file(arguments.flags)
     if arguments.aws and arguments.reset_all:
         parser.error("--reset-all forgets everyone in the local data file; it does not work with --aws")
     stack: AbstractContextManager[ToolStack | None] = (

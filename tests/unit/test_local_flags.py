@@ -3,6 +3,7 @@ or not in the feature flags schema is a clear error at start, before anything ru
 reaches the turns through FEATURE_FLAGS_FILE."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ def test_a_bad_flags_file_is_a_clear_error_before_the_chat_starts(
     with pytest.raises(LocalToolError, match=message):
         chat.main(["--flags", str(path), "--data-file", str(tmp_path / "data.jsonl")])
     assert not (tmp_path / "data.jsonl").exists()  # nothing started
+    assert "POWERTOOLS_METRICS_DISABLED" not in os.environ  # nor changed: later tests read the metrics
 
 
 def test_a_good_flags_file_is_given_as_an_absolute_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
