@@ -56,8 +56,8 @@ class PhoneLinking:
     def _merge(self, joining_user: str, kept_user: str) -> None:
         store, limits = self.store, self.limits
         joining = store.merger.read(joining_user)
-        # The audit trail's caller: the function that took the link (the API or the SMS worker).
         counts = {"messages": len(joining.messages), "summary": int(joining.summary is not None)}
+        # The audit trail's caller: the function that took the link (the API or the SMS worker).
         record_access(Caller.function("phone-link"), joining_user, counts)
         joining_ids = {m.message_id for m in joining.messages}
         store.merger.copy(kept_user, joining.copies)
