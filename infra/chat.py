@@ -26,7 +26,8 @@ from pydantic import ValidationError
 
 from infra.errors import INTERRUPTED, run_tool
 from infra.flags import FLAGS_FILE_VARIABLE, checked_flags_file
-from infra.local_stack import DEFAULT_DATA_FILE
+from infra.local.iam.identity import acting_as
+from infra.local_stack import DEFAULT_DATA_FILE, add_iam_option
 from infra.shared_stack import ToolStack, stack_for
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
@@ -34,6 +35,7 @@ from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, 
 from onboarding.turns import TurnService
 
 QUIT_COMMANDS = {"/quit", "/exit"}
+CHAT_FUNCTION = "ApiFunction"  # whose turns these are: the terminal stands in for the mobile app
 
 
 def _interactive_lines() -> Iterator[str]:
@@ -103,6 +105,7 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="feature flags JSON file (docs/rollout.md); edits apply within FEATURE_FLAGS_MAX_AGE_S",
     )
+    add_iam_option(parser)
     return parser
 
 
@@ -116,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.aws and arguments.reset_all:
         parser.error("--reset-all forgets everyone in the local data file; it does not work with --aws")
     stack: AbstractContextManager[ToolStack | None] = (
-        nullcontext() if arguments.aws else stack_for(arguments.data_file, "infra.chat", arguments.chunk_delay)
+        nullcontext()
+        if arguments.aws
+        else stack_for(arguments.data_file, "infra.chat", arguments.chunk_delay, enforce_iam=not arguments.no_iam)
     )
     saved = "Stopped."
     try:
@@ -125,25 +130,32 @@ def main(argv: list[str] | None = None) -> int:
                 saved = f"Stopped; the conversation is {local.describe_saving()}."
             if flags_file is not None:  # this process's turns read it, even beside a stack started without it
                 os.environ[FLAGS_FILE_VARIABLE] = str(flags_file)
+                for name in ("FEATURE_FLAGS_APPLICATION", "FEATURE_FLAGS_ENVIRONMENT", "FEATURE_FLAGS_PROFILE"):
+                    os.environ.pop(name, None)  # the file, not the stack's AppConfig
             try:
                 settings = Settings.from_env()
             except ValidationError as error:
                 fields = ", ".join(str(item["loc"][0]) for item in error.errors())
                 parser.error(f"configuration is incomplete or invalid ({fields}); see the README's configuration table")
-            store = build_repositories(settings)
-            if arguments.reset_all and local is not None:
+            if arguments.reset_all and local is not None:  # the operator's: the whole table, not one user
                 print(f"Forgetting every user in {arguments.data_file} (--reset-all)...", file=sys.stderr)
                 print(f"Forgot everyone: {local.forget_everyone()} items deleted.", file=sys.stderr)
-            if arguments.reset:
-                report = store.erasure.erase(arguments.user)
-                print(f"Forgot {arguments.user!r}: {report.total} items deleted; other users kept.", file=sys.stderr)
-            service = build_turn_service(settings, store)
-            if arguments.script is None:
-                where = local.describe_saving() if local is not None else f"in the table {settings.table_name}"
-                print(f"Talking as {arguments.user!r}. Memory is {where} (--reset forgets it). /quit to leave.")
-            lines = _script_lines(arguments.script) if arguments.script else _interactive_lines()
-            save = local.save if local is not None else (lambda: None)
-            failures = converse(service, arguments.user, lines, save, sys.stdout)
+            # The conversation runs as the mobile API would run it, with its permissions (its
+            # DELETE /me erases as --reset does).
+            with acting_as(CHAT_FUNCTION):
+                store = build_repositories(settings)
+                if arguments.reset:
+                    report = store.erasure.erase(arguments.user)
+                    print(
+                        f"Forgot {arguments.user!r}: {report.total} items deleted; other users kept.", file=sys.stderr
+                    )
+                service = build_turn_service(settings, store)
+                if arguments.script is None:
+                    where = local.describe_saving() if local is not None else f"in the table {settings.table_name}"
+                    print(f"Talking as {arguments.user!r}. Memory is {where} (--reset forgets it). /quit to leave.")
+                lines = _script_lines(arguments.script) if arguments.script else _interactive_lines()
+                save = local.save if local is not None else (lambda: None)
+                failures = converse(service, arguments.user, lines, save, sys.stdout)
     except KeyboardInterrupt:
         # Reached after the `with` blocks: the turn is cancelled, the table saved, the servers stopped.
         print(f"\n{saved}", file=sys.stderr)

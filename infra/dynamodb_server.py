@@ -1,5 +1,9 @@
 """moto's server, with each DynamoDB request applied atomically: `python -m infra.dynamodb_server -H host -p port`.
 
+With `--policies FILE`, each request is first checked against the template's policy of the
+function that signed it, and refused as AWS refuses it when the policy does not allow it
+(infra/local/iam/).
+
 DynamoDB applies every request atomically: a conditional write's check and its write are one
 step, and `TransactWriteItems` is serializable against other writes. moto's own server is threaded
 and does not do that: two concurrent conditional writes can both pass their condition, and a
@@ -12,12 +16,14 @@ windows, between requests, stay open).
 """
 
 import argparse
+import json
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from moto.moto_server.threaded_moto_server import MotoRequestHandler  # type: ignore[attr-defined]
@@ -64,6 +70,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-H", "--host", default="127.0.0.1")
     parser.add_argument("-p", "--port", type=int, default=8000)
     parser.add_argument("--parent-pid", type=int, help="exit when this process (the stack that started us) ends")
+    parser.add_argument(
+        "--policies",
+        type=Path,
+        help="JSON of the template's policies to enforce (infra/local/iam/gate.py gate_settings)",
+    )
     args = parser.parse_args(argv)
     if args.parent_pid is not None:
         end_with_parent(args.parent_pid)
@@ -71,8 +82,13 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("MOTO_PORT", str(args.port))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
-    app = DomainDispatcherApplication(create_backend_app)
-    run_simple(args.host, args.port, one_request_at_a_time(app), threaded=True, request_handler=MotoRequestHandler)
+    app = one_request_at_a_time(DomainDispatcherApplication(create_backend_app))
+    if args.policies is not None:
+        from infra.local.iam.gate import gate_from
+        from infra.local.iam.wsgi import policy_checked
+
+        app = policy_checked(app, gate_from(json.loads(args.policies.read_text(encoding="utf-8"))))
+    run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from infra.errors import run_tool
 from infra.lambda_runner import invoke
-from infra.local_stack import DEFAULT_DATA_FILE, SAMPLE_WEBHOOK_URL
+from infra.local_stack import DEFAULT_DATA_FILE, SAMPLE_WEBHOOK_URL, add_iam_option
 from infra.shared_stack import stack_for
 
 
@@ -36,9 +36,12 @@ def main() -> int:
     parser.add_argument("-e", "--event", type=Path, required=True, help="event JSON file")
     parser.add_argument("--data-file", type=Path, default=DEFAULT_DATA_FILE, help="local table snapshot")
     parser.add_argument("--aws", action="store_true", help="use real AWS instead of the local stack")
+    add_iam_option(parser)
     arguments = parser.parse_args()
     event = json.loads(arguments.event.read_text(encoding="utf-8"))
-    local = stack_for(arguments.data_file, "infra.invoke", overrides={"TWILIO_WEBHOOK_URL": SAMPLE_WEBHOOK_URL})
+    # The sample events are signed for the sample URL, which the webhook is told instead of its parameter.
+    signed_for = {"TWILIO_WEBHOOK_URL": SAMPLE_WEBHOOK_URL, "TWILIO_WEBHOOK_URL_PARAMETER": None}
+    local = stack_for(arguments.data_file, "infra.invoke", overrides=signed_for, enforce_iam=not arguments.no_iam)
     with nullcontext() if arguments.aws else local:
         print(json.dumps(invoke(arguments.function, event), indent=2, ensure_ascii=False))
     return 0

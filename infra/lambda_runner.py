@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from infra.local.iam.identity import acting_as
 from infra.template import function_handler, web_adapter_app
 from infra.web_adapter import invoke_asgi
 
@@ -72,6 +73,12 @@ def _load_module_once(key: tuple[str, frozenset[tuple[str, str]]], code_dir: Pat
     return _warm_modules[key]
 
 
+def handler_module(logical_id: str) -> ModuleType:
+    """The module of a function's handler, imported as Lambda would (warm after the first call)."""
+    code_dir, module_name, _ = function_handler(logical_id)
+    return _load_module(logical_id, code_dir, module_name)
+
+
 def asgi_app(logical_id: str) -> Any:
     """The ASGI app a Lambda Web Adapter function serves."""
     located = web_adapter_app(logical_id)
@@ -102,14 +109,14 @@ def log_as(logical_id: str) -> LocalLambdaContext:
 
 
 def invoke(logical_id: str, event: dict[str, Any]) -> Any:
-    """Call the function once with `event`, as `sam local invoke` would."""
+    """Call the function once with `event`, as `sam local invoke` would: as that function, so
+    every request it makes carries its credentials (infra/local/iam/identity.py)."""
     return contextvars.copy_context().run(_invoke, logical_id, event)
 
 
 def _invoke(logical_id: str, event: dict[str, Any]) -> Any:
     context = log_as(logical_id)
-    if web_adapter_app(logical_id) is not None:
-        return asyncio.run(invoke_asgi(asgi_app(logical_id), event))
-    code_dir, module_name, function_name = function_handler(logical_id)
-    module = _load_module(logical_id, code_dir, module_name)
-    return getattr(module, function_name)(event, context)
+    with acting_as(logical_id):
+        if web_adapter_app(logical_id) is not None:
+            return asyncio.run(invoke_asgi(asgi_app(logical_id), event))
+        return getattr(handler_module(logical_id), function_handler(logical_id)[2])(event, context)

@@ -84,14 +84,14 @@ class StackState:
 
     pid: int
     command: str  # the tool that started it, e.g. "infra.local_stack"
-    environment: dict[str, str]  # what a process sets to use it (endpoints, table, queue)
+    environment: dict[str, str | None]  # what a process sets to use it (endpoints, table, queue); None: unset
     twilio_url: str
     api_url: str | None = None  # None: this stack serves no HTTP API (infra.chat's own)
     children: list[int] = field(default_factory=list)  # its child servers' process ids
 
     @property
     def dynamodb_url(self) -> str:
-        return self.environment["AWS_ENDPOINT_URL_DYNAMODB"]
+        return str(self.environment["AWS_ENDPOINT_URL_DYNAMODB"])
 
     def describe(self) -> str:
         return f"{self.command} (pid {self.pid})"

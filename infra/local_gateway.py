@@ -29,6 +29,8 @@ from aws_lambda_powertools import Logger
 from infra.api_docs import ASSETS_PATH, DOCS_PATH, asset, docs_page
 from infra.errors import LocalToolError
 from infra.lambda_runner import asgi_app, invoke, log_as
+from infra.local.iam.identity import acting_as
+from infra.local.waf import LocalWaf
 from infra.template import load_template, web_adapter_app
 from infra.web_adapter import REQUEST_CONTEXT_HEADER
 
@@ -124,10 +126,11 @@ async def _read_body(receive: Receive) -> bytes:
 
 
 class GatewayApp:
-    """The ASGI app of the local gateway."""
+    """The ASGI app of the local gateway; `waf`, the stage's web ACL (infra/local/waf.py)."""
 
-    def __init__(self, routes: list[Route]) -> None:
+    def __init__(self, routes: list[Route], waf: "LocalWaf | None" = None) -> None:
         self._routes = {(route.method, route.path): route for route in routes}
+        self._waf = waf
         self._documents_from = next((r.logical_id for r in routes if web_adapter_app(r.logical_id)), None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -142,8 +145,15 @@ class GatewayApp:
             return
         if path in PUBLIC_DOCUMENTS and self._documents_from is not None:
             log_as(self._documents_from)  # this request's task only
-            await asgi_app(self._documents_from)(scope, receive, send)
+            with acting_as(self._documents_from):
+                await asgi_app(self._documents_from)(scope, receive, send)
             return
+        if self._waf is not None:
+            client_ip = (scope.get("client") or ("127.0.0.1", 0))[0]
+            request_headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            if (blocked := self._waf.check(request_headers, client_ip)) is not None:
+                await _respond(send, blocked.status, blocked.body, blocked.content_type, dict(blocked.headers))
+                return
         route = self._routes.get((method, path))
         if route is None:  # API Gateway answers an unknown path and an unknown method alike
             await _refuse(send, "MISSING_AUTHENTICATION_TOKEN")
@@ -159,7 +169,9 @@ class GatewayApp:
         if web_adapter_app(route.logical_id) is not None:
             log_as(route.logical_id)  # this request's task only (uvicorn runs each in a task of its own)
             headers.append((REQUEST_CONTEXT_HEADER.encode(), json.dumps(request_context).encode()))
-            await asgi_app(route.logical_id)(scope | {"headers": headers}, receive, send)
+            # As the function: every request it makes carries its credentials (the wrapping console's own don't).
+            with acting_as(route.logical_id):
+                await asgi_app(route.logical_id)(scope | {"headers": headers}, receive, send)
             return
         await self._invoke(route, scope, headers, request_context, await _read_body(receive), send)
 
@@ -236,8 +248,12 @@ class QueuePoller:
         self._batch_size = batch_size
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"poller-{logical_id}")
+        self._sqs: Any = None
 
     def start(self) -> "QueuePoller":
+        # Made here, not in the thread: a client takes its endpoint from the environment as it is made.
+        with acting_as(self._logical_id):
+            self._sqs = boto3.client("sqs")
         self._thread.start()
         return self
 
@@ -246,7 +262,12 @@ class QueuePoller:
         self._thread.join(timeout=10)
 
     def _run(self) -> None:
-        sqs = boto3.client("sqs")
+        # Lambda's poller uses the function's execution role (SAM attaches AWSLambdaSQSQueueExecutionRole).
+        with acting_as(self._logical_id):
+            self._poll()
+
+    def _poll(self) -> None:
+        sqs = self._sqs
         while not self._stop.is_set():
             messages = sqs.receive_message(
                 QueueUrl=self._queue_url,
@@ -285,9 +306,12 @@ def queue_subscribers(queue_logical_id: str) -> list[str]:
 class LocalGateway:
     """The gateway served by uvicorn on a background thread."""
 
-    def __init__(self, host: str, port: int, wrap: Callable[[Any], Any] | None = None) -> None:
-        """`wrap`, if given, wraps the gateway's ASGI app (the memory console serves and meters through it)."""
-        app: Any = GatewayApp(api_routes())
+    def __init__(
+        self, host: str, port: int, wrap: Callable[[Any], Any] | None = None, waf: "LocalWaf | None" = None
+    ) -> None:
+        """`wrap`, if given, wraps the gateway's ASGI app (the memory console serves and meters through
+        it); `waf` is the stage's web ACL."""
+        app: Any = GatewayApp(api_routes(), waf)
         app = wrap(app) if wrap is not None else app
         # uvicorn closes an idle connection after 5 s, the same age at which httpx and other clients
         # reuse one: a request sent on it as it closes is lost ("Server disconnected"). API Gateway

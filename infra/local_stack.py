@@ -22,14 +22,17 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from infra.errors import LocalToolError, run_tool, uninterrupted
 from infra.flags import FLAGS_FILE_VARIABLE, checked_flags_file
+from infra.local.deployment import LOCAL_ACCOUNT_ID, LocalDeployment, LocalResource
 from infra.local_data import (
     DataFileInUseError,
     DataLock,
@@ -44,6 +47,7 @@ from infra.ports import FixedPort, NotAnsweringError, check_answers, check_ports
 # The servers, boto3 and the gateway are imported when a stack starts, not with this module: so that
 # `python -m infra.local_stack` checks its ports (and says which one is taken) within a second.
 if TYPE_CHECKING:
+    from infra.local.iam.gate import Gate
     from infra.local_gateway import LocalGateway, QueuePoller
 
 __all__ = ["LOCAL_AWS_ENVIRONMENT", "LocalDynamoDB", "LocalStack", "end_child", "free_port", "wait_until_listening"]
@@ -53,6 +57,13 @@ DEFAULT_TABLE_NAME = "onboarding-memory-local"
 DEFAULT_DATA_FILE = Path(".local/dynamodb.jsonl")
 IDEMPOTENCY_TABLE_NAME = "onboarding-idempotency-local"
 SMS_QUEUE_NAME = "onboarding-sms-local.fifo"
+SMS_DEAD_LETTER_QUEUE_NAME = "onboarding-sms-dlq-local.fifo"
+# Short, so a failed text is retried within seconds locally (the template's is 720 s).
+LOCAL_QUEUE_VISIBILITY_S = 5
+# The flags profile's ids here (AppConfig makes up its own when the stack deploys).
+FLAGS_APPLICATION_ID, FLAGS_ENVIRONMENT_ID, FLAGS_PROFILE_ID = "localflg", "localenv", "memory"
+# What the template sets for Lambda Web Adapter itself (the local gateway plays its part), not the app.
+ADAPTER_VARIABLES = ("AWS_LAMBDA_EXEC_WRAPPER", "AWS_LWA_", "PORT")
 # The URL the sample events are signed for; with the gateway running, its own /sms replaces it.
 SAMPLE_WEBHOOK_URL = "https://abc123.execute-api.us-east-1.amazonaws.com/v1/sms"
 TWILIO_AUTH_TOKEN_PARAMETER = "/onboarding-memory/twilio-auth-token"  # noqa: S105 - a parameter name
@@ -125,10 +136,12 @@ class LocalDynamoDB:
     def pid(self) -> int | None:
         return None if self._process is None else self._process.pid
 
-    def start(self, timeout_s: float = 30.0) -> "LocalDynamoDB":
+    def start(self, timeout_s: float = 30.0, policies: Path | None = None) -> "LocalDynamoDB":
+        """`policies`: the template's policies to enforce (infra/local/iam/gate.py gate_settings, as JSON)."""
+        enforce = [] if policies is None else ["--policies", str(policies)]
         self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [sys.executable, "-m", "infra.dynamodb_server", "-H", self.host, "-p", str(self.port),
-             "--parent-pid", str(os.getpid())],
+             "--parent-pid", str(os.getpid()), *enforce],
             cwd=Path(__file__).parents[1],  # where `infra` is importable from
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -149,8 +162,19 @@ class LocalDynamoDB:
         self._process = None
 
 
+@dataclass(frozen=True)
+class IamDecisions:
+    refusals: list[str]  # each as AWS words it
+    granted: dict[tuple[str, str, str], int]  # (function, action, resource) -> how often it was allowed
+
+
 class LocalStack:
     """Start with `with LocalStack() as stack:`; the process environment then points at it.
+
+    The stack is template.yaml deployed locally (infra/local/deployment.py): its tables, queues,
+    parameters and flags profile, each function's environment, and, unless `enforce_iam` is False,
+    each function's policy, which every local server enforces on the requests that function makes
+    (infra/local/iam/; docs/decisions/0023-local-iam.md).
 
     With `data_file`, the stack owns that file while it runs (see infra/local_data.py): it takes
     the file's lock (DataFileInUseError if another stack holds it), loads it, publishes its state for
@@ -171,17 +195,24 @@ class LocalStack:
         gateway_wrap: Callable[[Any], Any] | None = None,
         flags_file: Path | None = None,
         real_model: bool = False,
+        enforce_iam: bool = True,
+        parameters: Mapping[str, str] | None = None,
     ) -> None:
         """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue;
         `gateway_wrap` wraps the gateway's ASGI app (the memory console, infra/console); `flags_file`
-        is the feature flags file every turn's flags come from (FEATURE_FLAGS_FILE). Fixed ports
-        are checked before anything starts: PortInUseError names the taken one and its option.
+        is the feature flags file the local AppConfig serves (else the template's first version).
+        Fixed ports are checked before anything starts: PortInUseError names the taken one and its option.
 
         `real_model` (the memory benchmark's --aws) leaves the model to the environment: the
         emulator still starts but nothing is pointed at it, and the process keeps its own
         credentials and region (the local servers accept any; their resources are made in that
-        region, as moto keeps one set per region)."""
+        region, as moto keeps one set per region). Policies are not enforced then: the process's
+        requests carry its own credentials.
+
+        `parameters` override the template's, as `sam deploy --parameter-overrides` does (for example
+        `{"WafRateLimiting": "Disabled"}` for a load test from one client)."""
         from infra.bedrock_emulator import BedrockEmulator
+        from infra.local.appconfig import AppConfigStandIn, Profile
         from infra.twilio_emulator import TwilioEmulator
 
         fixed = {"dynamodb": dynamodb_port, "bedrock": bedrock_port, "api": api_port, "twilio": twilio_port}
@@ -192,6 +223,7 @@ class LocalStack:
         self.data_file = data_file
         self.table_name = table_name
         self.real_model = real_model
+        self.enforce_iam = enforce_iam and not real_model
         self.region = (
             os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or LOCAL_REGION
             if real_model
@@ -207,6 +239,9 @@ class LocalStack:
             self.dynamodb = LocalDynamoDB(host=host, port=dynamodb_port)
             self.bedrock = BedrockEmulator(host=host, port=bedrock_port, chunk_delay_s=chunk_delay_s)
             self.twilio = TwilioEmulator(host=host, port=twilio_port)
+            self.appconfig = AppConfigStandIn(
+                Profile(FLAGS_APPLICATION_ID, FLAGS_ENVIRONMENT_ID, FLAGS_PROFILE_ID), self._flags, None, host=host
+            )
         except BaseException:
             if self._lock is not None:
                 self._lock.release()
@@ -214,53 +249,142 @@ class LocalStack:
         self.api_port = None if api_port is None else (api_port or free_port(host))
         self.gateway_wrap = gateway_wrap
         self.flags_file = flags_file
-        self.sms_queue_url = ""
+        self.deployment = self._deployment(parameters or {})
+        self.sms_queue_url = self.deployment.resolve({"Ref": "SmsQueue"})
+        self.gate: Gate | None = None
         self._gateway: LocalGateway | None = None
         self._pollers: list[QueuePoller] = []
         self._saved_env: dict[str, str | None] = {}
+        self._saved_session: Any = None
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
 
     @property
     def api_url(self) -> str:
         return f"http://{'127.0.0.1' if self.host == '0.0.0.0' else self.host}:{self.api_port}"  # noqa: S104
 
     @property
-    def environment(self) -> dict[str, str]:
-        """What a process needs to use this stack; no real AWS credentials are involved."""
-        model: dict[str, str] = (
+    def webhook_url(self) -> str:
+        """The URL Twilio posts texts to: this stack's /sms, or (without an API) the sample events' one."""
+        return SAMPLE_WEBHOOK_URL if self.api_port is None else f"{self.api_url}/sms"
+
+    def _flags(self) -> bytes:
+        """What the flags profile holds now: the --flags file, or the template's first hosted version."""
+        if self.flags_file is not None:
+            return self.flags_file.read_bytes()
+        return str(
+            self.deployment.resolve(_template_resource("FeatureFlagsDefaults")["Properties"]["Content"])
+        ).encode()
+
+    def _deployment(self, overrides: Mapping[str, str]) -> LocalDeployment:
+        """template.yaml as deployed here: the resources this stack makes, and parameter values."""
+        region, account = self.region, LOCAL_ACCOUNT_ID
+
+        def table(name: str) -> LocalResource:
+            return LocalResource(name, {"Arn": f"arn:aws:dynamodb:{region}:{account}:table/{name}"})
+
+        def queue(name: str) -> LocalResource:  # moto's queue URLs: the server, the account, the name
+            arn = f"arn:aws:sqs:{region}:{account}:{name}"
+            return LocalResource(f"{self.dynamodb.url}/{account}/{name}", {"Arn": arn, "QueueName": name})
+
+        resources = {
+            TABLE_LOGICAL_ID: table(self.table_name),
+            "IdempotencyTable": table(IDEMPOTENCY_TABLE_NAME),
+            "SmsQueue": queue(SMS_QUEUE_NAME),
+            "SmsDeadLetterQueue": queue(SMS_DEAD_LETTER_QUEUE_NAME),
+            "FeatureFlagsApplication": LocalResource(FLAGS_APPLICATION_ID),
+            "FeatureFlagsEnvironment": LocalResource(FLAGS_ENVIRONMENT_ID),
+            "FeatureFlagsProfile": LocalResource(FLAGS_PROFILE_ID),
+        }
+        # A variable already set stands for the parameter the template sets it from (BEDROCK_MODEL_ID
+        # for BedrockModelId, ...), so the policies are resolved with the value the functions use.
+        parameters = {
+            parameter: os.environ[name] for name, parameter in _parameter_variables().items() if name in os.environ
+        }
+        parameters["TwilioAccountSid"] = self.twilio.account_sid  # the SMS channel exists: the stand-in's account
+        parameters.update(overrides)
+        first = LocalDeployment(region, resources, parameters)
+        name = first.resolve(_template_resource("TwilioWebhookUrlParameter")["Properties"]["Name"])
+        return LocalDeployment(region, {**resources, "TwilioWebhookUrlParameter": LocalResource(name)}, parameters)
+
+    @property
+    def environment(self) -> dict[str, str | None]:
+        """What a process needs to use this stack (None: unset); no real AWS credentials are involved.
+
+        Every function's variables as the template sets them (they share this process, so the
+        template must not give two functions one name with two values), then the local endpoints."""
+        model: dict[str, str | None] = (
             {"AWS_REGION": self.region, "AWS_DEFAULT_REGION": self.region}
             if self.real_model
             else {"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": self.bedrock.url, **LOCAL_AWS_ENVIRONMENT}
         )
         return {
+            **self._function_variables(),
             "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb.url,
             **model,
-            "TABLE_NAME": self.table_name,
             "AWS_ENDPOINT_URL_SQS": self.dynamodb.url,
             "AWS_ENDPOINT_URL_SSM": self.dynamodb.url,
-            "IDEMPOTENCY_TABLE_NAME": IDEMPOTENCY_TABLE_NAME,
-            "SMS_QUEUE_URL": self.sms_queue_url,
-            "TWILIO_ACCOUNT_SID": self.twilio.account_sid,
-            "TWILIO_AUTH_TOKEN_PARAMETER": TWILIO_AUTH_TOKEN_PARAMETER,
+            "AWS_ENDPOINT_URL_APPCONFIGDATA": self.appconfig.url,
             "TWILIO_API_BASE_URL": self.twilio.url,
-            "TWILIO_WEBHOOK_URL": SAMPLE_WEBHOOK_URL if self.api_port is None else f"{self.api_url}/sms",
+            # As deployed: the webhook reads its URL from its parameter, the flags come from AppConfig.
+            "TWILIO_WEBHOOK_URL": None,
+            FLAGS_FILE_VARIABLE: None,
             **{name: os.environ.get(name, value) for name, value in LOCAL_TIMEOUTS.items()},
-            **({FLAGS_FILE_VARIABLE: str(self.flags_file)} if self.flags_file is not None else {}),
         }
+
+    def process_environment(self, logical_id: str | None = None) -> dict[str, str]:
+        """The environment of a child process on this stack: this process's with the stack's applied
+        (unset names removed); with `logical_id`, signing as that function, as Lambda gives each
+        function its role's credentials (infra/local/iam/identity.py)."""
+        from infra.local.iam.identity import access_key_of
+
+        environment = dict(os.environ)
+        for name, value in self.environment.items():
+            if value is None:
+                environment.pop(name, None)
+            else:
+                environment[name] = value
+        if logical_id is not None:
+            environment["AWS_ACCESS_KEY_ID"] = access_key_of(logical_id)
+        return environment
+
+    def _function_variables(self) -> dict[str, str]:
+        variables: dict[str, str] = {}
+        literal = _literal_variables()
+        for logical_id in self.deployment.functions():
+            for name, value in self.deployment.function_environment(logical_id).items():
+                if name.startswith(ADAPTER_VARIABLES):
+                    continue
+                if name in literal and name in os.environ:  # a literal of the template: a value already set wins
+                    value = os.environ[name]
+                if variables.get(name, value) != value:
+                    raise LocalToolError(f"template.yaml gives {name} two values ({variables[name]!r}, {value!r})")
+                variables[name] = value
+        return variables
 
     def __enter__(self) -> "LocalStack":
         try:
-            self.dynamodb.start()
-            self.bedrock.start()
-            self.twilio.start()
+            self._start_servers()
             self._create_resources()
             for name, value in self.environment.items():
                 self._saved_env[name] = os.environ.get(name)
-                os.environ[name] = value
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            if self.enforce_iam:
+                import boto3
+
+                from infra.local.iam.identity import new_session
+
+                # Every client the functions make from here on signs as the function running it.
+                self._saved_session, boto3.DEFAULT_SESSION = boto3.DEFAULT_SESSION, new_session(self.region)
             self._load()
             if self.api_port is not None:
+                from infra.local.waf import local_waf
                 from infra.local_gateway import LocalGateway, QueuePoller, queue_subscribers
 
-                self._gateway = LocalGateway(self.host, self.api_port, self.gateway_wrap).start()
+                waf = local_waf(self.deployment)
+                self._gateway = LocalGateway(self.host, self.api_port, self.gateway_wrap, waf).start()
                 self._pollers = [
                     QueuePoller(logical_id, self.sms_queue_url).start() for logical_id in queue_subscribers("SmsQueue")
                 ]
@@ -270,6 +394,63 @@ class LocalStack:
             self.__exit__(None, None, None)
             raise
         return self
+
+    def decisions(self) -> "IamDecisions":
+        """What the template's policies refused (the latest few hundred of each server, as AWS words
+        each) and granted so far (how often each function used each action)."""
+        if self.gate is None:
+            return IamDecisions([], {})
+        import httpx
+
+        from infra.local.iam.wsgi import DECISIONS_PATH, decisions
+
+        granted: dict[tuple[str, str, str], int] = {}
+        refusals: list[str] = []
+        for server in (httpx.get(self.dynamodb.url + DECISIONS_PATH, timeout=FIRST_ANSWER_TIMEOUT_S).json(),
+                       decisions(self.gate)):  # fmt: skip
+            refusals += server["refusals"]
+            for logical_id, action, resource, count in server["granted"]:
+                grant = (logical_id, action, resource)
+                granted[grant] = granted.get(grant, 0) + count
+        return IamDecisions(refusals, granted)
+
+    def reload_policies(self, template_path: Path | None = None) -> None:
+        """Enforce the policies of `template_path` (default: template.yaml as it is now) from now on,
+        without a restart: after an edit of the template, or to try a policy."""
+        if self.gate is None:
+            raise LocalToolError("this stack does not enforce the template's policies (--no-iam)")
+        import dataclasses
+
+        import httpx
+
+        from infra.local.iam.gate import gate_from, gate_settings
+        from infra.local.iam.wsgi import POLICIES_PATH
+        from infra.template import TEMPLATE_PATH, load_template
+
+        path = template_path or TEMPLATE_PATH
+        load_template.cache_clear()
+        settings = gate_settings(dataclasses.replace(self.deployment, template_path=path))
+        httpx.put(
+            self.dynamodb.url + POLICIES_PATH, content=json.dumps(settings), timeout=FIRST_ANSWER_TIMEOUT_S
+        ).raise_for_status()
+        self.gate.replace(gate_from(settings))
+
+    def _start_servers(self) -> None:
+        policies = None
+        if self.enforce_iam:
+            from infra.local.iam.gate import gate_from, gate_settings
+
+            settings = gate_settings(self.deployment)
+            self._scratch = tempfile.TemporaryDirectory(prefix="local-iam-")
+            policies = Path(self._scratch.name) / "policies.json"
+            policies.write_text(json.dumps(settings), encoding="utf-8")
+            self.gate = gate_from(settings)
+            self.bedrock.gate = self.gate
+            self.appconfig.gate = self.gate
+        self.dynamodb.start(policies=policies)
+        self.bedrock.start()
+        self.twilio.start()
+        self.appconfig.start()
 
     def state(self) -> StackState:
         """What other tools need to attach to this stack."""
@@ -296,14 +477,21 @@ class LocalStack:
                     poller.stop()
                 if self._gateway is not None:
                     self._gateway.stop()
+                self.appconfig.stop()
                 self.twilio.stop()
                 self.bedrock.stop()
                 self.dynamodb.stop()
+                if self.enforce_iam and self._saved_env:
+                    import boto3
+
+                    boto3.DEFAULT_SESSION = self._saved_session
                 for name, value in self._saved_env.items():
                     if value is None:
                         os.environ.pop(name, None)
                     else:
                         os.environ[name] = value
+                if self._scratch is not None:
+                    self._scratch.cleanup()
                 if self._lock is not None:
                     self._lock.release()
 
@@ -317,6 +505,7 @@ class LocalStack:
             )
 
     def _client(self, service: str = "dynamodb", first: bool = False) -> Any:
+        """A client of the operator's (the stack's own administration: CloudFormation's part)."""
         import boto3
         from botocore.config import Config
 
@@ -331,13 +520,14 @@ class LocalStack:
             service,
             region_name=self.region,
             endpoint_url=self.dynamodb.url,
-            aws_access_key_id="local",
+            aws_access_key_id=LOCAL_AWS_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key="local",  # noqa: S106 - the local server's dummy credentials
             config=config,
         )
 
     def _create_resources(self) -> None:
-        """The template's tables and queue, and the secret the SMS functions read."""
+        """What the template makes that the functions use: the tables, the queue and its dead-letter
+        queue, and the parameters the SMS functions read (the Twilio token is the stand-in's)."""
         from botocore.exceptions import BotoCoreError
 
         from infra.template import table_create_request
@@ -351,14 +541,29 @@ class LocalStack:
             raise LocalToolError(str(error)) from None
         dynamodb = self._client()
         dynamodb.create_table(**table_create_request("IdempotencyTable", IDEMPOTENCY_TABLE_NAME))
-        self.sms_queue_url = self._client("sqs").create_queue(
-            QueueName=SMS_QUEUE_NAME,
-            # Short, so a failed text is retried within seconds locally (the template's is longer).
-            Attributes={"FifoQueue": "true", "VisibilityTimeout": "5"},
-        )["QueueUrl"]
-        self._client("ssm").put_parameter(
-            Name=TWILIO_AUTH_TOKEN_PARAMETER, Value=self.twilio.auth_token, Type="SecureString", Overwrite=True
-        )
+        sqs = self._client("sqs")
+        for logical_id in ("SmsDeadLetterQueue", "SmsQueue"):
+            name, attributes = self._queue_request(logical_id)
+            created = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+            expected = self.deployment.resolve({"Ref": logical_id})
+            if created != expected:
+                raise LocalToolError(f"the local queue {name} is at {created}, not at {expected}")
+        ssm = self._client("ssm")
+        token_parameter = self.deployment.parameter("TwilioAuthTokenParameterName")
+        ssm.put_parameter(Name=token_parameter, Value=self.twilio.auth_token, Type="SecureString", Overwrite=True)
+        webhook_parameter = self.deployment.resolve({"Ref": "TwilioWebhookUrlParameter"})
+        ssm.put_parameter(Name=webhook_parameter, Value=self.webhook_url, Type="String", Overwrite=True)
+
+    def _queue_request(self, logical_id: str) -> tuple[str, dict[str, str]]:
+        """(name, CreateQueue attributes) of a queue as the template declares it."""
+        properties = self.deployment.resolve(_template_resource(logical_id)["Properties"])
+        attributes = {key: str(value).lower() if isinstance(value, bool) else str(value) for key, value in {
+            "FifoQueue": properties.get("FifoQueue"),
+            "MessageRetentionPeriod": properties.get("MessageRetentionPeriod"),
+            "VisibilityTimeout": LOCAL_QUEUE_VISIBILITY_S,
+            "RedrivePolicy": json.dumps(properties["RedrivePolicy"]) if "RedrivePolicy" in properties else None,
+        }.items() if value is not None}  # fmt: skip
+        return self.deployment.resources[logical_id].attributes["QueueName"], attributes
 
     def items(self) -> Iterator[dict[str, Any]]:
         for page in self._client().get_paginator("scan").paginate(TableName=self.table_name):
@@ -382,6 +587,62 @@ class LocalStack:
             while pending:
                 pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems", {})
         self._loaded = True
+
+
+def _template_resource(logical_id: str) -> dict[str, Any]:
+    from infra.template import resource
+
+    return resource(logical_id)
+
+
+def _declared_variables() -> dict[str, Any]:
+    """Every function variable the template declares (Globals and each function), as written."""
+    from infra.template import load_template
+
+    template = load_template()
+    blocks = [template.get("Globals", {}).get("Function", {})] + [
+        body.get("Properties", {})
+        for body in template["Resources"].values()
+        if body["Type"] == "AWS::Serverless::Function"
+    ]
+    return {
+        name: value for block in blocks for name, value in block.get("Environment", {}).get("Variables", {}).items()
+    }
+
+
+def _parameter_variables() -> dict[str, str]:
+    """Each function variable the template sets from a parameter alone, with that parameter."""
+    from infra.template import load_template
+
+    parameters = load_template().get("Parameters", {})
+    return {
+        name: value["Ref"]
+        for name, value in _declared_variables().items()
+        if isinstance(value, dict) and value.get("Ref") in parameters
+    }
+
+
+def _literal_variables() -> set[str]:
+    """The function variables the template sets to a plain value."""
+    return {name for name, value in _declared_variables().items() if not isinstance(value, dict)}
+
+
+def add_iam_option(parser: argparse.ArgumentParser) -> None:
+    """The option that turns the template's policies off, the same on every local tool."""
+    parser.add_argument(
+        "--no-iam",
+        action="store_true",
+        help="do not enforce the template's IAM policies on the local stack (for experiments; docs/deploy.md)",
+    )
+
+
+def describe_iam(enforced: bool) -> str:
+    if not enforced:
+        return "IAM: off (--no-iam): every function may do anything here, which AWS would not allow."
+    return (
+        "IAM: each function's requests are checked against its policy in template.yaml (--no-iam turns this off);\n"
+        "  the keys above are the operator's, who may do anything; AWS_ACCESS_KEY_ID=LOCALFN<Function> acts as one."
+    )
 
 
 def _in_use(data_file: Path) -> DataFileInUseError:
@@ -414,6 +675,7 @@ def main() -> int:
         type=Path,
         help="feature flags JSON file (docs/rollout.md); edits apply within FEATURE_FLAGS_MAX_AGE_S",
     )
+    add_iam_option(parser)
     arguments = parser.parse_args()
     flags_file = None if arguments.flags is None else checked_flags_file(arguments.flags)
     signal.signal(signal.SIGTERM, _interrupt)
@@ -429,13 +691,17 @@ def main() -> int:
         twilio_port=arguments.twilio_port,
         command="infra.local_stack",
         flags_file=flags_file,
+        enforce_iam=not arguments.no_iam,
     ) as stack:
         print(f"Local stack running. API: {stack.api_url} (OpenAPI at {stack.api_url}/openapi.json;")
         print("  send `Authorization: Bearer <any user id>`), SMS webhook: POST /sms.")
         print(f"Data: {arguments.data_file} (saved every 5 s and on exit). infra.chat, infra.invoke, infra.sms and")
         print("  infra.inspect_prompt use this stack while it runs. Point another process at it with:")
         for name, value in stack.environment.items():
-            print(f"  export {name}={value}")
+            print(f"  export {name}={value}" if value is not None else f"  unset {name}")
+        if flags_file is not None:
+            print(f"Flags: {flags_file}, served by the local AppConfig (edits apply within FEATURE_FLAGS_MAX_AGE_S).")
+        print(describe_iam(stack.enforce_iam))
         print("Ctrl-C stops it and saves the table.", flush=True)
         try:
             while True:

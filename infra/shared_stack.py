@@ -32,7 +32,9 @@ class ToolStack:
         """Delete every item of the conversation table; returns how many there were."""
         import boto3
 
-        table: Any = boto3.resource("dynamodb", region_name=LOCAL_REGION).Table(self.state.environment["TABLE_NAME"])
+        table: Any = boto3.resource("dynamodb", region_name=LOCAL_REGION).Table(
+            str(self.state.environment["TABLE_NAME"])
+        )
         key_names = [key["AttributeName"] for key in table.key_schema]
         scan: dict[str, Any] = {"ProjectionExpression": ", ".join(key_names), "ConsistentRead": True}
         deleted = 0
@@ -55,19 +57,29 @@ def stack_for(
     command: str,
     chunk_delay_s: float = 0.0,
     serve_api: bool = False,
-    overrides: Mapping[str, str] | None = None,
+    overrides: Mapping[str, str | None] | None = None,
+    enforce_iam: bool = True,
 ) -> Iterator[ToolStack]:
     """The running stack of `data_file`, or a new one (with the HTTP API if `serve_api`) that this
-    tool owns until the `with` ends. `overrides` are set on top of the stack's environment."""
+    tool owns until the `with` ends. `overrides` are set on top of the stack's environment (None
+    unsets). Attached or not, this process's functions then sign as themselves (the running stack
+    enforces the template's policies unless it was started with --no-iam; `enforce_iam` is for a
+    stack of the tool's own)."""
     for attempt in range(2):
         state = running_stack(data_file)
         if state is not None:
             print(f"Using the local stack of {state.describe()} ({data_file}).", file=sys.stderr)
-            with temporary_environment({**state.environment, **(overrides or {})}):
+            with temporary_environment({**state.environment, **(overrides or {})}), _signing_as_functions():
                 yield ToolStack(state, data_file, attached=True, save=lambda: None)
             return
         try:
-            stack = LocalStack(data_file, chunk_delay_s, api_port=0 if serve_api else None, command=command)
+            stack = LocalStack(
+                data_file,
+                chunk_delay_s,
+                api_port=0 if serve_api else None,
+                command=command,
+                enforce_iam=enforce_iam,
+            )
         except DataFileInUseError:
             if attempt:
                 raise
@@ -75,3 +87,18 @@ def stack_for(
         with stack, temporary_environment(overrides or {}):
             yield ToolStack(stack.state(), data_file, attached=False, save=stack.save)
         return
+
+
+@contextmanager
+def _signing_as_functions() -> Iterator[None]:
+    """boto3's default session signing as the function running (infra/local/iam/identity.py), for
+    this tool's own functions on another process's stack."""
+    import boto3
+
+    from infra.local.iam.identity import new_session
+
+    saved, boto3.DEFAULT_SESSION = boto3.DEFAULT_SESSION, new_session(LOCAL_REGION)
+    try:
+        yield
+    finally:
+        boto3.DEFAULT_SESSION = saved

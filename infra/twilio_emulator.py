@@ -7,19 +7,19 @@ Also signs webhook calls the way Twilio does, so local tools and tests can post 
 """
 
 import base64
-import json
 import re
 import threading
 import time
 import uuid
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import httpx
 from twilio.request_validator import RequestValidator
 
+from infra.local.loopback import LoopbackService, StandInServer, send_json
 from onboarding.sms.split import SMS_BODY_LIMIT, sms_length
 
 LOCAL_ACCOUNT_SID = "AC00000000000000000000000000000000"
@@ -60,7 +60,7 @@ class _Handler(BaseHTTPRequestHandler):
     # A response's headers and body are two small writes; with Nagle's algorithm on, the body waits
     # for the ACK of the headers, which the client may delay ~40 ms: a stall of the emulator, not ours.
     disable_nagle_algorithm = True
-    server: "_TwilioHTTPServer"
+    server: StandInServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Silence per-request logging (it would print phone numbers)."""
@@ -72,12 +72,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(401, 20003, "Authenticate")
             return
         to = dict(parse_qsl(query)).get("To")
-        sent = [m for m in reversed(self.server.emulator.sent) if to is None or m.to == to]
+        sent = [m for m in reversed(self.server.stand_in.sent) if to is None or m.to == to]
         messages = [{"to": m.to, "from": m.from_, "body": m.body} for m in sent]
         self._json(200, {"messages": messages, "next_page_uri": None})
 
     def _authorized(self, path: str) -> bool:
-        emulator = self.server.emulator
+        emulator = self.server.stand_in
         route = _ROUTE.match(path)
         expected = base64.b64encode(f"{emulator.account_sid}:{emulator.auth_token}".encode()).decode()
         return (
@@ -88,7 +88,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         form = dict(parse_qsl(self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()))
-        emulator = self.server.emulator
+        emulator = self.server.stand_in
         route = _ROUTE.match(self.path.split("?", 1)[0])
         if route is None:
             self._error(404, 20404, "The requested resource was not found")
@@ -120,25 +120,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(status, {"code": code, "message": message, "more_info": "", "status": status}, headers)
 
     def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, payload, headers)
 
 
-class _TwilioHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], emulator: "TwilioEmulator") -> None:
-        super().__init__(address, _Handler)
-        self.emulator = emulator
-
-
-class TwilioEmulator:
+class TwilioEmulator(LoopbackService):
     """Run with `with TwilioEmulator() as twilio:`; `twilio.url` is the base URL for the client."""
 
     def __init__(
@@ -157,13 +142,7 @@ class TwilioEmulator:
         self.attempts = 0  # sends received, answered or not
         self._sent: list[SentSms] = []
         self._lock = threading.Condition()
-        self._server = _TwilioHTTPServer((host, port), self)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        super().__init__(host, port, _Handler, "twilio-stand-in")
 
     @property
     def sent(self) -> list[SentSms]:
@@ -184,20 +163,6 @@ class TwilioEmulator:
     def sign(self, url: str, params: dict[str, str]) -> str:
         """The `X-Twilio-Signature` Twilio would send for a webhook POST of `params` to `url`."""
         return sign_webhook(self.auth_token, url, params)
-
-    def start(self) -> "TwilioEmulator":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> "TwilioEmulator":
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
 
 def webhook_form(

@@ -90,7 +90,7 @@ def _failure_response(failure: E.ApiFailure) -> JSONResponse:
 
 def _log_failure(error: Exception) -> None:
     if isinstance(error, StoreError):
-        logger.warning("Store failed", extra={"reason": type(error.__cause__ or error).__name__})
+        logger.warning("Store failed", extra={"reason": error.reason})
 
 
 async def _stream(turn: Turn) -> AsyncIterator[bytes]:

@@ -7,16 +7,21 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 from infra.bedrock_emulator.coach import CoachReply, Turn, coach_respond
 from infra.bedrock_emulator.eventstream import encode_event, encode_exception
 from infra.bedrock_emulator.judge import is_judge_request, judge_reply
 from infra.bedrock_emulator.rules import ConverseValidationError, message_text, validate_converse_request
+from infra.local.loopback import LoopbackService, StandInServer
+
+if TYPE_CHECKING:
+    from infra.local.iam.gate import Gate
 
 _ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/(?P<operation>converse|converse-stream)$")
+_OPERATIONS = {"converse": "Converse", "converse-stream": "ConverseStream"}
 _CHUNK = re.compile(r"\S+\s*|\s+")
 # Bedrock streams a tool call's input as pieces of its JSON text; a few pieces per call make sure
 # clients join them rather than expect one.
@@ -62,7 +67,7 @@ class _Handler(BaseHTTPRequestHandler):
     # Each event goes out as its own small write; with Nagle's algorithm on, a write waits for the
     # ACK of the one before, which the client may delay ~40 ms: a stall of the emulator, not ours.
     disable_nagle_algorithm = True
-    server: "_EmulatorHTTPServer"
+    server: StandInServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Silence per-request logging (it would print message text)."""
@@ -82,13 +87,24 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._error(400, "SerializationException", "Request body is not valid JSON")
             return
+        gate = self.server.stand_in.gate
+        refused = (
+            None
+            if gate is None
+            else gate.check(
+                "bedrock-runtime", _OPERATIONS[operation], {"modelId": model_id}, self.headers.get("Authorization")
+            )
+        )
+        if refused is not None:  # as Bedrock: refused before the model is invoked
+            self._error(refused.status, refused.code, refused.message)
+            return
         request = RecordedRequest(model_id, operation, body)
-        self.server.emulator.record(request)
+        self.server.stand_in.record(request)
         try:
             self._answer(request, model_id, operation, body)
         finally:
             # How long the "model" took, request read to last byte sent (benchmarks subtract it).
-            self.server.emulator.record_duration(time.monotonic() - started)
+            self.server.stand_in.record_duration(time.monotonic() - started)
 
     def _answer(self, request: "RecordedRequest", model_id: str, operation: str, body: dict[str, Any]) -> None:
         try:
@@ -96,14 +112,14 @@ class _Handler(BaseHTTPRequestHandler):
         except ConverseValidationError as error:
             self._error(400, "ValidationException", str(error))
             return
-        fault = self.server.emulator.take_fault()
+        fault = self.server.stand_in.take_fault()
         if fault is not None and fault.kind == "throttle":
             self._error(429, "ThrottlingException", "Too many requests, please wait before trying again.")
             return
         if fault is not None and fault.kind == "unavailable":
             self._error(503, "ServiceUnavailableException", "Bedrock is unable to process your request.")
             return
-        scripted = self.server.emulator.take_scripted()
+        scripted = self.server.stand_in.take_scripted()
         if scripted is not None:
             reply = scripted
         elif fault is not None and fault.kind == "empty_reply":
@@ -128,7 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _converse(self, reply: CoachReply, body: dict[str, Any]) -> None:
-        if delay := self.server.emulator.converse_delay_s:
+        if delay := self.server.stand_in.converse_delay_s:
             time.sleep(delay)
         content: list[dict[str, Any]] = [{"text": reply.text}] if reply.text or not reply.tool_calls else []
         content += [
@@ -139,7 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
             {
                 "output": {"message": {"role": "assistant", "content": content}},
                 "stopReason": _stop_reason(reply),
-                "usage": self.server.emulator.record_usage(_usage(reply, body)),
+                "usage": self.server.stand_in.record_usage(_usage(reply, body)),
                 "metrics": {"latencyMs": 1},
             }
         ).encode("utf-8")
@@ -157,7 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         started = time.monotonic()
         self._send(encode_event("messageStart", {"role": "assistant"}))
-        delay = self.server.emulator.chunk_delay_s
+        delay = self.server.stand_in.chunk_delay_s
         deltas = 0
         for event_type, payload in _content_events(reply):
             if event_type == "contentBlockDelta":
@@ -171,10 +187,10 @@ class _Handler(BaseHTTPRequestHandler):
                     time.sleep(delay)
             self._send(encode_event(event_type, payload))
             if deltas == 1 and event_type == "contentBlockDelta" and "text" in payload["delta"]:
-                self.server.emulator.record_first_token(time.monotonic())
+                self.server.stand_in.record_first_token(time.monotonic())
         self._send(encode_event("messageStop", {"stopReason": _stop_reason(reply)}))
         latency_ms = int((time.monotonic() - started) * 1000)
-        usage = self.server.emulator.record_usage(_usage(reply, body))
+        usage = self.server.stand_in.record_usage(_usage(reply, body))
         self._send(encode_event("metadata", {"usage": usage, "metrics": {"latencyMs": latency_ms}}))
         self._finish()
 
@@ -226,21 +242,14 @@ def _usage(reply: CoachReply, body: dict[str, Any]) -> dict[str, int]:
     return {"inputTokens": input_tokens, "outputTokens": output_tokens, "totalTokens": input_tokens + output_tokens}
 
 
-class _EmulatorHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], emulator: "BedrockEmulator") -> None:
-        super().__init__(address, _Handler)
-        self.emulator = emulator
-
-
-class BedrockEmulator:
+class BedrockEmulator(LoopbackService):
     """Run with `with BedrockEmulator() as emulator:` and point
     `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` at `emulator.url`."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, chunk_delay_s: float = 0.0) -> None:
         self.chunk_delay_s = chunk_delay_s
         self.converse_delay_s = 0.0  # how long a (non-streamed) Converse answer takes, e.g. a summary
+        self.gate: Gate | None = None  # the template's policies, when the local stack enforces them
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._durations: list[float] = []
@@ -248,14 +257,7 @@ class BedrockEmulator:
         self._usages: list[dict[str, int]] = []
         self._faults: deque[Fault] = deque()
         self._scripted: deque[CoachReply] = deque()
-        self._server = _EmulatorHTTPServer((host, port), self)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="bedrock-emulator", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        reachable = "127.0.0.1" if host == "0.0.0.0" else host  # noqa: S104 - only compared, never bound here
-        return f"http://{reachable!s}:{port}"
+        super().__init__(host, port, _Handler, "bedrock-emulator")
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -326,17 +328,3 @@ class BedrockEmulator:
     def take_scripted(self) -> CoachReply | None:
         with self._lock:
             return self._scripted.popleft() if self._scripted else None
-
-    def start(self) -> "BedrockEmulator":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> "BedrockEmulator":
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace, console: TextIO, progress: Progress) -> int:
         # The table's later sections fill it with long histories. moto copies a whole table for every
         # transaction, so the webhook (a transaction per new number) runs first, on a small table,
         # lest it measure moto's copying instead of our code.
-        ack = measure_webhook_ack(stack.twilio.sign, stack.environment["TWILIO_WEBHOOK_URL"], posts)
+        ack = measure_webhook_ack(stack.twilio.sign, stack.webhook_url, posts)
         section_done()
         say("DynamoDB per turn (one whole turn; context = load + build, the orchestrator's work)")
         say(

@@ -10,7 +10,6 @@ cache of this run's own, filled by one discarded process per function and varian
 """
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -61,13 +60,14 @@ def fresh_processes(
     """Per function and variant (primed or not), the phases of `samples` fresh processes."""
     results: dict[tuple[str, bool], list[dict[str, float]]] = {(f, v): [] for f in functions for v in variants}
     with tempfile.TemporaryDirectory() as scratch:
-        env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-        env.update(stack.environment, PYTHONPYCACHEPREFIX=str(Path(scratch) / "pycache"))
         for run in range(samples + 1):
             for name in functions:
+                env = stack.process_environment(name)
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
+                env["PYTHONPYCACHEPREFIX"] = str(Path(scratch) / "pycache")
                 for primed in variants:
                     event_path = Path(scratch) / f"{name}.json"
-                    event = fresh_event(name, stack.twilio.sign, stack.environment["TWILIO_WEBHOOK_URL"])
+                    event = fresh_event(name, stack.twilio.sign, stack.webhook_url)
                     event_path.write_text(json.dumps(event), encoding="utf-8")
                     command = [sys.executable, "-m", "infra.benchmark.cold_start", name, str(event_path)]
                     output = subprocess.run(  # noqa: S603 - our own interpreter and module

@@ -23,7 +23,7 @@ from infra.console import meter
 from infra.console.app import create_console_app
 from infra.console.context import ConsoleContext
 from infra.console.recorder import ChatRecorder
-from infra.local_stack import LocalStack, free_port
+from infra.local_stack import LocalStack, add_iam_option, free_port
 from infra.terminal import audit_lines_to
 from onboarding.config import Settings
 
@@ -50,6 +50,7 @@ def local_stack_with_console(
     dynamodb_port: int | None = None,
     bedrock_port: int = 0,
     twilio_port: int = 0,
+    enforce_iam: bool = True,
 ) -> tuple[LocalStack, LocalConsole]:
     console = LocalConsole()
     stack = LocalStack(
@@ -61,6 +62,7 @@ def local_stack_with_console(
         api_port=port,
         twilio_port=twilio_port,
         gateway_wrap=console.wrap,
+        enforce_iam=enforce_iam,
     )
     console.stack = stack
     return stack, console
@@ -87,6 +89,7 @@ def _run_local(arguments: argparse.Namespace) -> None:
         dynamodb_port=arguments.dynamodb_port,
         bedrock_port=arguments.bedrock_port,
         twilio_port=arguments.twilio_port,
+        enforce_iam=not arguments.no_iam,
     )
     with stack:
         print(f"Memory console: {stack.api_url}/console/", flush=True)
@@ -122,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aws", action="store_true", help="read the table of your AWS environment (read only)")
     parser.add_argument("--personal-data", action="store_true", help="with --aws: show texts instead of their lengths")
     parser.add_argument("--openapi", action="store_true", help="print the console's OpenAPI document and exit")
+    add_iam_option(parser)
     arguments = parser.parse_args(argv)
     if arguments.openapi:
         print(json.dumps(openapi_document(), indent=2, ensure_ascii=False))

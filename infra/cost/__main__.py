@@ -148,7 +148,7 @@ def _driver(stack: LocalStack) -> tuple[TurnDriver, Meter]:
     meter.install(boto3.DEFAULT_SESSION)  # before the functions' modules (and clients) load
     create_peer_table(boto3.client("dynamodb"))
     sqs = boto3.client("sqs")
-    webhook_url = stack.environment["TWILIO_WEBHOOK_URL"]
+    webhook_url = stack.webhook_url
     return TurnDriver(meter, stack.bedrock, stack.twilio, sqs, stack.sms_queue_url, webhook_url), meter
 
 

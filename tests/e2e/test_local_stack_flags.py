@@ -1,6 +1,7 @@
-"""`python -m infra.local_stack --flags FILE` as a developer runs it (issue 21): the stack hands the
-file to its functions (the banner's exports name it) and a turn over its API is answered in the
-file's arm; a bad file stops it at start with a clear error and exit code 2, before any port is taken."""
+"""`python -m infra.local_stack --flags FILE` as a developer runs it (issue 21): the stack serves the
+file as its AppConfig flags profile, as the deployed stack's functions read theirs (the banner says
+so, and exports the profile's ids), and a turn over its API is answered in the file's arm; a bad file
+stops it at start with a clear error and exit code 2, before any port is taken."""
 
 import json
 import signal
@@ -31,7 +32,9 @@ def test_the_stack_serves_turns_in_the_arm_of_its_flags_file(tmp_path: Path) -> 
     stack = _start(tmp_path, flags)
     try:
         banner = read_until(stack, b"Ctrl-C stops it and saves the table.").decode()
-        assert f"export FEATURE_FLAGS_FILE={flags}" in banner
+        assert f"Flags: {flags}, served by the local AppConfig" in banner
+        assert "export FEATURE_FLAGS_APPLICATION=" in banner
+        assert "unset FEATURE_FLAGS_FILE" in banner
         api = banner.split("API: ", 1)[1].split(" ", 1)[0]
         replies = []
         for message in ("Hi", "I'm a beginner"):

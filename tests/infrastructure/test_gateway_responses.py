@@ -6,8 +6,6 @@ from typing import Any
 
 import pytest
 
-from tests.infrastructure.test_template import transformed  # noqa: F401 - the SAM-transformed template fixture
-
 EXPECTED = {
     "UNAUTHORIZED": ("401", "unauthorized"),
     "EXPIRED_TOKEN": ("401", "unauthorized"),
@@ -22,7 +20,7 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def gateway_responses(transformed: dict[str, Any]) -> dict[str, Any]:  # noqa: F811 - the fixture above
+def gateway_responses(transformed: dict[str, Any]) -> dict[str, Any]:
     body = transformed["Resources"]["ChatApi"]["Properties"]["Body"]
     responses: dict[str, Any] = body["x-amazon-apigateway-gateway-responses"]
     return responses

@@ -10,7 +10,6 @@ import pytest
 
 from functions.api.app import AFTER_RESTORE_PATH, BEFORE_CHECKPOINT_PATH
 from infra.template import load_template
-from tests.infrastructure.test_template import transformed  # noqa: F401 - the SAM-transformed template
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL_FUNCTIONS = {"ApiFunction": "ApiReservedConcurrency", "SmsWorkerFunction": "SmsWorkerReservedConcurrency"}
@@ -48,7 +47,7 @@ def _condition(template: dict[str, Any], name: str, parameters: dict[str, str]) 
     return evaluate(template["Conditions"][name])
 
 
-def test_a_public_app_client_signs_in_and_the_pool_outlives_the_stack(transformed: dict[str, Any]) -> None:  # noqa: F811
+def test_a_public_app_client_signs_in_and_the_pool_outlives_the_stack(transformed: dict[str, Any]) -> None:
     resources = _resources(transformed)
     pool, client = resources["UserPool"], resources["UserPoolClient"]
     # The table is retained; the accounts whose ids key its data must be too.
@@ -86,7 +85,7 @@ def test_the_adapter_takes_part_in_snapstart_and_relays_its_hooks_to_the_app() -
     assert not routes & {BEFORE_CHECKPOINT_PATH, AFTER_RESTORE_PATH}  # not reachable through API Gateway
 
 
-def test_the_stage_is_throttled_by_parameters(transformed: dict[str, Any]) -> None:  # noqa: F811
+def test_the_stage_is_throttled_by_parameters(transformed: dict[str, Any]) -> None:
     [stage] = [body for body in _resources(transformed).values() if body["Type"] == "AWS::ApiGateway::Stage"]
     [settings] = stage["Properties"]["MethodSettings"]
     assert (settings["ResourcePath"], settings["HttpMethod"]) == ("/*", "*")  # every route of the stage
@@ -95,8 +94,8 @@ def test_the_stage_is_throttled_by_parameters(transformed: dict[str, Any]) -> No
 
 
 @pytest.mark.parametrize(("function", "parameter"), sorted(MODEL_FUNCTIONS.items()))
-def test_the_model_calling_functions_reserve_concurrency_unless_told_not_to(
-    transformed: dict[str, Any],  # noqa: F811
+def test_the_model_calling_functions_reserve_concurrency_as_told(
+    transformed: dict[str, Any],
     function: str,
     parameter: str,
 ) -> None:
@@ -105,11 +104,12 @@ def test_the_model_calling_functions_reserve_concurrency_unless_told_not_to(
     assert (when_set, otherwise) == ({"Ref": parameter}, {"Ref": "AWS::NoValue"})
     # Empty or 0 leaves the function unreserved (a reservation of 0 would stop it altogether).
     assert [_condition(transformed, condition, {parameter: v}) for v in ("", "0", "25")] == [False, False, True]
-    assert transformed["Parameters"][parameter]["Default"] == ""
+    # The API is reserved by default, sized in docs/capacity.md; the worker is capped by its queue mapping.
+    assert transformed["Parameters"][parameter]["Default"] == ("150" if function == "ApiFunction" else "")
 
 
 def test_the_queue_mapping_caps_the_worker_and_a_failing_text_holds_its_group_for_minutes(
-    transformed: dict[str, Any],  # noqa: F811
+    transformed: dict[str, Any],
 ) -> None:
     resources = _resources(transformed)
     [mapping] = [body for body in resources.values() if body["Type"] == "AWS::Lambda::EventSourceMapping"]
@@ -123,7 +123,7 @@ def test_the_queue_mapping_caps_the_worker_and_a_failing_text_holds_its_group_fo
 
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_each_function_logs_to_a_group_of_its_own_with_the_retention_parameter(
-    transformed: dict[str, Any],  # noqa: F811
+    transformed: dict[str, Any],
     function: str,
 ) -> None:
     resources = _resources(transformed)
@@ -143,7 +143,7 @@ def _dimensions(alarm: dict[str, Any]) -> dict[str, Any]:
     return {d["Name"]: d["Value"] for d in alarm["Properties"]["Dimensions"]}
 
 
-def test_the_alarms_cover_what_pages_someone_and_notify_one_topic(transformed: dict[str, Any]) -> None:  # noqa: F811
+def test_the_alarms_cover_what_pages_someone_and_notify_one_topic(transformed: dict[str, Any]) -> None:
     alarms = _alarms(transformed)
     watched = {(a["Properties"]["Namespace"], a["Properties"]["MetricName"]) for a in alarms.values()}
     assert {
@@ -183,7 +183,7 @@ def test_the_alarms_cover_what_pages_someone_and_notify_one_topic(transformed: d
     assert _condition(transformed, "HasAlarmEmail", {}) is False
 
 
-def test_the_alarmed_metrics_of_our_namespace_are_emitted_by_the_code(transformed: dict[str, Any]) -> None:  # noqa: F811
+def test_the_alarmed_metrics_of_our_namespace_are_emitted_by_the_code(transformed: dict[str, Any]) -> None:
     source = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "layers/onboarding/onboarding").rglob("*.py"))
     for alarm in _alarms(transformed).values():
         if alarm["Properties"]["Namespace"] == "OnboardingMemory":
@@ -212,7 +212,7 @@ def _dashboard(template: dict[str, Any], sms: bool) -> dict[str, Any]:
 
 @pytest.mark.parametrize("sms", [True, False])
 def test_the_dashboard_shows_turns_latency_tokens_and_errors_by_kind(
-    transformed: dict[str, Any],  # noqa: F811
+    transformed: dict[str, Any],
     sms: bool,
 ) -> None:
     widgets = _dashboard(transformed, sms)["widgets"]

@@ -169,29 +169,6 @@ def test_the_sms_webhook_cannot_call_the_model() -> None:
     assert not [s for s in statements if "bedrock" in json.dumps(s["Action"])]
 
 
-def _sam_python() -> str | None:
-    sam = shutil.which("sam")
-    if sam is None:
-        return None
-    first_line = Path(sam).read_text(encoding="utf-8", errors="replace").splitlines()[0]
-    return first_line.removeprefix("#!").strip() if first_line.startswith("#!") else None
-
-
-@pytest.fixture(scope="module")
-def transformed() -> dict[str, Any]:
-    """template.yaml as CloudFormation will see it, from the SAM translator the SAM CLI ships."""
-    python = _sam_python()
-    if python is None:
-        pytest.skip("SAM CLI is not installed (.ci/run installs it)")
-    completed = subprocess.run(  # noqa: S603 - the SAM CLI's interpreter and our probe
-        [python, str(Path(__file__).with_name("sam_transform_probe.py")), str(REPO / "template.yaml")],
-        capture_output=True, text=True, check=False, env={**os.environ, "AWS_DEFAULT_REGION": "us-east-1"},
-    )  # fmt: skip
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    document: dict[str, Any] = json.loads(completed.stdout)
-    return document
-
-
 def _references(node: Any) -> set[str]:
     """Logical ids a template fragment refers to (Ref, Fn::GetAtt, ${...} in Fn::Sub)."""
     found: set[str] = set()
@@ -330,3 +307,32 @@ def test_a_flags_deployment_rolls_back_on_api_5xx_and_flags_unavailable_pages_so
     assert [s["Action"] for s in policy["PolicyDocument"]["Statement"]] == ["cloudwatch:DescribeAlarms"]
     alarm = resource("FeatureFlagsUnavailableAlarm")["Properties"]
     assert (alarm["Namespace"], alarm["MetricName"]) == ("OnboardingMemory", "FeatureFlagsUnavailable")
+
+
+def test_the_api_stage_limits_each_client_with_waf_by_default() -> None:
+    """One client cannot starve the stage: WAF answers 429 per ID token (and per IP without one)
+    before a function is invoked; on unless WafRateLimiting is Disabled."""
+    template = load_template()
+    assert template["Parameters"]["WafRateLimiting"]["Default"] == "Enabled"
+    acl = resource("ApiWebAcl")
+    assert acl["Condition"] == "WafEnabled"
+    rules = {rule["Name"]: rule for rule in acl["Properties"]["Rules"]}
+    per_token = rules["per-id-token"]["Statement"]["RateBasedStatement"]
+    assert per_token["Limit"] == {"Ref": "ClientRequestsPerMinute"}
+    assert per_token["CustomKeys"] == [
+        {"Header": {"Name": "authorization", "TextTransformations": [{"Priority": 0, "Type": "NONE"}]}}
+    ]
+    assert rules["per-ip-without-token"]["Statement"]["RateBasedStatement"]["AggregateKeyType"] == "IP"
+    for rule in rules.values():
+        assert rule["Action"]["Block"]["CustomResponse"]["ResponseCode"] == 429
+    body = json.loads(acl["Properties"]["CustomResponseBodies"]["throttled"]["Content"])
+    assert set(body) == {"error", "message"}  # the API's one error shape
+    association = resource("ApiWebAclAssociation")["Properties"]
+    assert association["WebACLArn"] == {"Fn::GetAtt": "ApiWebAcl.Arn"}
+    assert "${ChatApi}/stages/${ChatApi.Stage}" in association["ResourceArn"]["Fn::Sub"]
+
+
+def test_the_mobile_api_reserves_its_concurrency_by_default() -> None:
+    parameter = load_template()["Parameters"]["ApiReservedConcurrency"]
+    assert int(parameter["Default"]) > 0
+    assert resource("ApiFunction")["Properties"]["ReservedConcurrentExecutions"]["Fn::If"][0] == "ReserveApiConcurrency"

@@ -13,6 +13,7 @@ import pytest
 
 from infra.local_stack import LocalStack
 from infra.twilio_emulator import webhook_form
+from tests.support.deployed_flows import replies_to, text
 
 # Generous: a loaded CI machine must not turn a slow answer into a failure; loops stay bounded.
 HTTP = httpx.Client(timeout=60)
@@ -29,16 +30,7 @@ def bearer(user_id: str) -> dict[str, str]:
 
 
 def text_sms(stack: LocalStack, sid: str, phone: str, body: str) -> httpx.Response:
-    form = webhook_form(sid, phone, body)
-    url = f"{stack.api_url}/sms"
-    return HTTP.post(
-        url,
-        content=urlencode(form),
-        headers={
-            "X-Twilio-Signature": stack.twilio.sign(url, form),
-            "Content-Type": "application/x-www-form-urlencoded",
-        },
-    )
+    return text(stack, phone, body, sid)
 
 
 def test_the_reply_streams_chunk_by_chunk_before_the_model_has_finished(
@@ -124,7 +116,7 @@ def test_a_text_is_answered_by_sms_through_the_queue(gateway_stack: LocalStack) 
     response = text_sms(gateway_stack, "SMit0001", phone, "Hi coach")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/xml")
-    replies = _replies_to(gateway_stack, phone, 1)
+    replies = replies_to(gateway_stack, phone, 1)
     assert replies[0].startswith("Hi, I'm your coach!")
 
 
@@ -152,20 +144,10 @@ def test_a_person_who_started_in_the_app_continues_by_text(gateway_stack: LocalS
     assert HTTP.get(f"{api}/phones", headers=bearer(user_id)).json() == {"phones": [phone]}
 
     text_sms(gateway_stack, "SMit0004", phone, "I walk 5 km most days")
-    [reply] = _replies_to(gateway_stack, phone, 1)
+    [reply] = replies_to(gateway_stack, phone, 1)
     assert "“I'm a beginner”" in reply  # the SMS turn saw what was said in the app
     history = HTTP.get(f"{api}/history", params={"limit": 10}, headers=bearer(user_id)).json()["messages"]
     contents = [m["content"] for m in history]
     answered_at = contents.index("I walk 5 km most days")
     # The reply is stored as said before and after its tool call (newest first in the history).
     assert " ".join(reversed(contents[:answered_at])) == reply
-
-
-def _replies_to(stack: LocalStack, phone: str, count: int, timeout_s: float = 20.0) -> list[str]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        replies = [s.body for s in stack.twilio.sent if s.to == phone]
-        if len(replies) >= count:
-            return replies
-        time.sleep(0.1)
-    raise AssertionError(f"no reply to {phone} within {timeout_s} s")

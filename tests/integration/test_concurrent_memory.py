@@ -76,7 +76,7 @@ def test_two_turns_saving_different_answers_at_once_keep_both(stack: LocalStack)
     context = multiprocessing.get_context("spawn")
     barrier, results = context.Barrier(2), context.Queue()
     users = [f"race-{uuid.uuid4().hex[:8]}-{i}" for i in range(RUNS)]
-    env = {**stack.environment, "RATE_LIMIT_MESSAGES": "0"}
+    env = {**stack.process_environment("ApiFunction"), "RATE_LIMIT_MESSAGES": "0"}
     sides = [context.Process(target=_answer_turns, args=(side, env, users, barrier, results)) for side in ANSWERS]
     for process in sides:
         process.start()

@@ -3,7 +3,6 @@ parts of langchain-aws and langsmith we never use import them. Every function mu
 answer its sample event with both made unimportable, as they are in Lambda."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +42,7 @@ def test_each_function_answers_without_the_left_out_packages(local_stack: LocalS
     completed = subprocess.run(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-c", PROBE.format(left_out=LEFT_OUT), function],
         cwd=ROOT,
-        env={**os.environ, **local_stack.environment},
+        env=local_stack.process_environment(function),
         capture_output=True,
         text=True,
         timeout=120,

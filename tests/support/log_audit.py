@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).parents[2]
-SOURCES = [ROOT / "layers" / "onboarding" / "onboarding", ROOT / "functions"]
+SOURCES = [ROOT / "layers" / "onboarding" / "onboarding", ROOT / "functions", ROOT / "infra"]
 PHONE = re.compile(r"\+[1-9]\d{6,14}(?!\d)")
 TOKEN = re.compile(r"^[A-Za-z0-9_.:/#@\[\]-]{0,80}$")
 MIN_TEXT = 6  # shorter texts ("Hi", "yes") are ordinary words and would match anything

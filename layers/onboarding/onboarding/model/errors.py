@@ -5,6 +5,15 @@ class StoreError(Exception):
     """The table could not be read or written (after botocore's own retries): a service error or
     no answer at all (connection refused, timeouts, a closed connection)."""
 
+    @property
+    def reason(self) -> str:
+        """What failed, as a token for a log line (no personal data): the cause's kind and, when the
+        service answered, its error code (e.g. `ClientError:AccessDeniedException`)."""
+        cause = self.__cause__ or self
+        response = getattr(cause, "response", None)
+        code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+        return f"{type(cause).__name__}:{code}" if code else type(cause).__name__
+
 
 class MemoryChangedError(Exception):
     """The state or profile changed since the turn read them (another turn saved first): re-read

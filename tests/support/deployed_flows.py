@@ -1,0 +1,329 @@
+"""Every way the deployed functions are used, walked over HTTP on a local stack: each route of the
+API, each SMS command, a merge left pending and finished, the summary fold, a text that ends in the
+dead-letter queue, and the SnapStart hooks. Each flow raises AssertionError when what a person
+would see goes wrong.
+
+tests/integration/test_template_policies.py runs them with the template's policies enforced (and
+nothing may be refused), and removes one action of the template at a time to see a flow fail.
+"""
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+import boto3
+import httpx
+
+from infra.benchmark.environment import temporary_environment
+from infra.lambda_runner import asgi_app, handler_module
+from infra.local.iam.identity import acting_as
+from infra.local_stack import LocalStack
+from infra.twilio_emulator import webhook_form
+from onboarding.config import Settings
+from onboarding.persistence import Repositories
+from onboarding.persistence.keys import RATE_PREFIX
+from tests.support.tcp_proxy import TcpProxy
+
+HTTP = httpx.Client(timeout=60)
+Flow = Callable[[LocalStack], None]
+
+
+def bearer(user_id: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {user_id}"}
+
+
+def new_user() -> str:
+    return f"flow-{uuid.uuid4().hex[:12]}"
+
+
+def new_phone() -> str:
+    return "+1555" + str(uuid.uuid4().int)[:7]
+
+
+def text(stack: LocalStack, phone: str, body: str, sid: str | None = None, **extra: str) -> httpx.Response:
+    """Post a signed webhook as Twilio does (a new MessageSid unless `sid`); the immediate answer (TwiML)."""
+    form = webhook_form(sid or f"SM{uuid.uuid4().hex}", phone, body, **extra)
+    url = f"{stack.api_url}/sms"
+    return HTTP.post(
+        url,
+        content=urlencode(form),
+        headers={
+            "X-Twilio-Signature": stack.twilio.sign(url, form),
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+    )
+
+
+def replies_to(stack: LocalStack, phone: str, count: int, timeout_s: float = 20.0) -> list[str]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        replies = [sent.body for sent in stack.twilio.sent if sent.to == phone]
+        if len(replies) >= count:
+            return replies
+        time.sleep(0.1)
+    raise AssertionError(f"{count} replies to {phone} expected within {timeout_s} s, got {len(replies)}")
+
+
+def operator_table(stack: LocalStack) -> Any:
+    return boto3.client("dynamodb", region_name=stack.region, endpoint_url=stack.dynamodb.url)
+
+
+def partition(stack: LocalStack, user_id: str) -> dict[str, dict[str, Any]]:
+    """The user's items by sort key, read by the operator."""
+    items = operator_table(stack).query(
+        TableName=stack.table_name,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"USER#{user_id}"}},
+        ConsistentRead=True,
+    )["Items"]
+    return {item["sk"]["S"]: item for item in items}
+
+
+def chat(stack: LocalStack, user_id: str, message: str) -> dict[str, Any]:
+    answered = HTTP.post(f"{stack.api_url}/chat", json={"message": message}, headers=bearer(user_id))
+    assert answered.status_code == 200, answered.text
+    body: dict[str, Any] = answered.json()
+    return body
+
+
+# --- the API's routes -------------------------------------------------------------------------
+
+
+def chat_as_json_and_as_a_stream(stack: LocalStack) -> None:
+    user = new_user()
+    assert chat(stack, user, "Hi")["reply"]
+    events = []
+    with HTTP.stream(
+        "POST",
+        f"{stack.api_url}/chat",
+        json={"message": "I'm a beginner", "clientMessageId": str(uuid.uuid4())},
+        headers=bearer(user) | {"Accept": "text/event-stream"},
+    ) as response:
+        assert response.status_code == 200
+        events = [line.removeprefix("event: ") for line in response.iter_lines() if line.startswith("event: ")]
+    assert events[-1] == "done", events
+
+
+def history_phones_and_link_codes(stack: LocalStack) -> None:
+    user = new_user()
+    chat(stack, user, "Hi")
+    history = HTTP.get(f"{stack.api_url}/history", params={"limit": 5}, headers=bearer(user))
+    assert history.status_code == 200, history.text
+    assert len(history.json()["messages"]) == 2, history.text
+    code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(user))
+    assert code.status_code in (200, 201), code.text
+    assert code.json()["code"], code.text
+    phones = HTTP.get(f"{stack.api_url}/phones", headers=bearer(user))
+    assert phones.status_code == 200, phones.text
+    assert phones.json() == {"phones": []}, phones.text
+
+
+def only_rate_counters_left(stack: LocalStack, user_id: str) -> None:
+    left = sorted(partition(stack, user_id))
+    assert all(sort_key.startswith(RATE_PREFIX) for sort_key in left), left
+
+
+def a_resent_message_is_answered_once(stack: LocalStack) -> None:
+    user, client_id = new_user(), str(uuid.uuid4())
+    first, again = (
+        HTTP.post(f"{stack.api_url}/chat", json={"message": "Hi", "clientMessageId": client_id}, headers=bearer(user))
+        for _ in range(2)
+    )
+    assert first.status_code == again.status_code == 200, (first.text, again.text)
+    assert first.json() == again.json()
+    assert len(HTTP.get(f"{stack.api_url}/history", headers=bearer(user)).json()["messages"]) == 2
+
+
+def erase_me(stack: LocalStack) -> None:
+    """DELETE /me erases the messages and the phone the user linked."""
+    user, phone = new_user(), new_phone()
+    chat(stack, user, "Hi")
+    code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(user)).json()["code"]
+    assert "Linked!" in text(stack, phone, f"LINK {code}").text
+    erased = HTTP.delete(f"{stack.api_url}/me", headers=bearer(user))
+    assert erased.status_code == 200, erased.text
+    assert erased.json()["deleted"]["messages"] == 2, erased.text
+    assert erased.json()["deleted"]["phoneNumbers"] == 1, erased.text
+    only_rate_counters_left(stack, user)
+
+
+def the_summary_fold(stack: LocalStack) -> None:
+    """Enough turns that messages leave the window: the fold summarises them (a Converse call)."""
+    user = new_user()
+    for number in range(12):
+        chat(stack, user, f"Message number {number}: I like to walk in the park")
+    deadline = time.monotonic() + 10
+    while "~SUMMARY" not in partition(stack, user):
+        assert time.monotonic() < deadline, "no summary after 24 messages"
+        time.sleep(0.1)
+
+
+# --- SMS ----------------------------------------------------------------------------------------
+
+
+def a_text_answered_by_sms(stack: LocalStack) -> None:
+    phone = new_phone()
+    acknowledged = text(stack, phone, "Hi coach")
+    assert acknowledged.status_code == 200, acknowledged.text
+    assert replies_to(stack, phone, 1)[0].startswith("Hi, I'm your coach!")
+
+
+def link_brings_the_texts(stack: LocalStack) -> None:
+    """A number that texted before is linked: its texts join the app user's memory at once."""
+    user, phone = new_user(), new_phone()
+    text(stack, phone, "Hi coach")
+    replies_to(stack, phone, 1)
+    code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(user)).json()["code"]
+    linked = text(stack, phone, f"LINK {code}")
+    assert "Linked!" in linked.text, linked.text
+    history = HTTP.get(f"{stack.api_url}/history", params={"limit": 10}, headers=bearer(user)).json()["messages"]
+    assert "Hi coach" in [message["content"] for message in history], history
+    assert HTTP.get(f"{stack.api_url}/phones", headers=bearer(user)).json() == {"phones": [phone]}
+
+
+def a_pending_merge_finished_by_the_next_text(stack: LocalStack) -> None:
+    """A link whose merge did not run (it failed): the worker joins the texts before answering."""
+    user, phone = new_user(), new_phone()
+    text(stack, phone, "Hi coach")
+    replies_to(stack, phone, 1)
+    code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(user)).json()["code"]
+    store = Repositories.over(operator_table(stack), stack.table_name, Settings.from_env())
+    owner = store.phones.link_by_code(phone, code)  # the link's own write, without its merge
+    assert owner is not None
+    assert owner.merge_from is not None
+    text(stack, phone, "I'm a beginner")
+    replies_to(stack, phone, 2)
+    history = HTTP.get(f"{stack.api_url}/history", params={"limit": 10}, headers=bearer(user)).json()["messages"]
+    contents = [message["content"] for message in history]
+    assert {"Hi coach", "I'm a beginner"} <= set(contents), contents
+    only_rate_counters_left(stack, owner.merge_from)
+
+
+def a_long_sms_conversation_is_summarised(stack: LocalStack) -> None:
+    phone = new_phone()
+    for number in range(12):
+        text(stack, phone, f"Text number {number}: I like to walk in the park")
+        replies_to(stack, phone, number + 1)
+    store = Repositories.over(operator_table(stack), stack.table_name, Settings.from_env())
+    owner = store.phones.find_owner(phone)
+    assert owner is not None
+    deadline = time.monotonic() + 10
+    while "~SUMMARY" not in partition(stack, owner.user_id):
+        assert time.monotonic() < deadline, "no summary after 24 messages by text"
+        time.sleep(0.1)
+
+
+def a_text_whose_queueing_failed_is_taken_on_twilio_s_retry(stack: LocalStack) -> None:
+    """The queue cannot be reached: the webhook answers 503 and releases the text's idempotency
+    record, so Twilio's retry of the same MessageSid (its fallback URL) is taken and answered."""
+    phone = new_phone()
+    form = webhook_form(f"SM{uuid.uuid4().hex}", phone, "Hi coach")
+    url = f"{stack.api_url}/sms"
+    post = {
+        "content": urlencode(form),
+        "headers": {"X-Twilio-Signature": stack.twilio.sign(url, form),
+                    "Content-Type": "application/x-www-form-urlencoded"},
+    }  # fmt: skip
+    with TcpProxy(stack.dynamodb.port) as proxy:
+        proxy.cut_when(b"AmazonSQS.SendMessage", 100)  # every try of every send, botocore's retries included
+        # The webhook starts cold with its queue behind the proxy, as after a deploy with a new endpoint.
+        with temporary_environment({"AWS_ENDPOINT_URL_SQS": proxy.url}):
+            refused = HTTP.post(url, **post)  # type: ignore[arg-type]
+    assert refused.status_code == 503, refused.text
+    taken = HTTP.post(url, **post)  # type: ignore[arg-type]
+    assert taken.status_code == 200, taken.text
+    assert replies_to(stack, phone, 1)[0].startswith("Hi, I'm your coach!")
+
+
+def erase_by_text(stack: LocalStack) -> None:
+    phone = new_phone()
+    text(stack, phone, "Hi coach")
+    replies_to(stack, phone, 1)
+    asked = text(stack, phone, "DELETE MY DATA")
+    assert "YES DELETE" in asked.text, asked.text
+    done = text(stack, phone, "YES DELETE")
+    assert "your data is erased" in done.text, done.text
+
+
+def stop_and_start(stack: LocalStack) -> None:
+    phone = new_phone()
+    assert text(stack, phone, "STOP", OptOutType="STOP").status_code == 200
+    text(stack, phone, "are you there?")
+    time.sleep(1.5)
+    assert [sent for sent in stack.twilio.sent if sent.to == phone] == [], "a text to an opted-out number"
+    assert text(stack, phone, "START", OptOutType="START").status_code == 200
+    text(stack, phone, "Hi coach")
+    assert replies_to(stack, phone, 1)[0].startswith("Hi, I'm your coach!")
+
+
+def a_failing_text_ends_in_the_dead_letter_queue(stack: LocalStack) -> None:
+    """Twilio keeps failing: the worker reports the text failed at each try (its idempotency record
+    is released each time), and after the queue's maxReceiveCount it is in the dead-letter queue."""
+    phone = new_phone()
+    sqs = boto3.client("sqs", region_name=stack.region, endpoint_url=stack.dynamodb.url)
+    dead_letters = str(stack.deployment.resolve({"Ref": "SmsDeadLetterQueue"}))
+    stack.twilio.transient = [503] * 1000
+    try:
+        text(stack, phone, "Hi coach")
+        deadline = time.monotonic() + 60
+        while not _take_dead_letter(sqs, dead_letters, phone):
+            assert time.monotonic() < deadline, "the failing text never reached the dead-letter queue"
+            time.sleep(0.5)
+    finally:
+        stack.twilio.transient = []
+
+
+def _take_dead_letter(sqs: Any, queue_url: str, phone: str) -> bool:
+    """Receive the dead-lettered text from `phone`, if it is there, and delete it."""
+    for message in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+        if phone in message["Body"]:
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            return True
+        sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return False
+
+
+# --- SnapStart ----------------------------------------------------------------------------------
+
+
+def the_snapstart_hooks(stack: LocalStack) -> None:
+    """The hooks each model-calling function runs around a snapshot, then a turn as usual."""
+
+    async def api_hooks() -> None:
+        transport = httpx.ASGITransport(app=asgi_app("ApiFunction"))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as client:
+            for hook in ("/_snapstart/before-checkpoint", "/_snapstart/after-restore"):
+                assert (await client.post(hook)).status_code == 204
+
+    with acting_as("ApiFunction"):
+        asyncio.run(api_hooks())
+    with acting_as("SmsWorkerFunction"):
+        primer = handler_module("SmsWorkerFunction")._parts.primer
+        primer.prime_sync()
+        primer.renew()
+    chat(stack, new_user(), "Hi")
+    a_text_answered_by_sms(stack)
+
+
+FLOWS: dict[str, Flow] = {
+    flow.__name__: flow
+    for flow in (
+        chat_as_json_and_as_a_stream,
+        a_resent_message_is_answered_once,
+        history_phones_and_link_codes,
+        erase_me,
+        the_summary_fold,
+        a_text_answered_by_sms,
+        link_brings_the_texts,
+        a_pending_merge_finished_by_the_next_text,
+        a_long_sms_conversation_is_summarised,
+        a_text_whose_queueing_failed_is_taken_on_twilio_s_retry,
+        erase_by_text,
+        stop_and_start,
+        a_failing_text_ends_in_the_dead_letter_queue,
+        the_snapstart_hooks,
+    )
+}
