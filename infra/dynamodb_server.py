@@ -1,6 +1,7 @@
 """moto's server, with each DynamoDB request applied atomically: `python -m infra.dynamodb_server -H host -p port`.
 
-With `--policies FILE`, each request is first checked against the template's policy of the
+A request's cost does not grow with the table (infra/local/flat_dynamodb.py; `--moto-as-is` for
+moto's own). With `--policies FILE`, each request is first checked against the template's policy of the
 function that signed it, and refused as AWS refuses it when the policy does not allow it
 (infra/local/iam/).
 
@@ -75,7 +76,16 @@ def main(argv: list[str] | None = None) -> None:
         type=Path,
         help="JSON of the template's policies to enforce (infra/local/iam/gate.py gate_settings)",
     )
+    parser.add_argument(
+        "--moto-as-is",
+        action="store_true",
+        help="without the flat-cost layer (infra/local/flat_dynamodb.py): moto's own cost, for comparing",
+    )
     args = parser.parse_args(argv)
+    if not args.moto_as_is:
+        from infra.local.flat_dynamodb import install
+
+        install()
     if args.parent_pid is not None:
         end_with_parent(args.parent_pid)
     # As moto's own server does: queue URLs carry this port, and a stop signal ends the process cleanly.

@@ -123,8 +123,10 @@ class LocalDynamoDB:
     """moto's server (DynamoDB, SQS, SSM) in a child process, so its state is its own; each request
     is applied atomically, as DynamoDB does (see infra/dynamodb_server.py)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int | None = None) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int | None = None, flat: bool = True) -> None:
+        """`flat`: with the layer that keeps a request's cost flat in the table's size (False: moto as it is)."""
         self.host, self.port = host, port or free_port(host)
+        self.flat = flat
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -139,6 +141,7 @@ class LocalDynamoDB:
     def start(self, timeout_s: float = 30.0, policies: Path | None = None) -> "LocalDynamoDB":
         """`policies`: the template's policies to enforce (infra/local/iam/gate.py gate_settings, as JSON)."""
         enforce = [] if policies is None else ["--policies", str(policies)]
+        enforce += [] if self.flat else ["--moto-as-is"]
         self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [sys.executable, "-m", "infra.dynamodb_server", "-H", self.host, "-p", str(self.port),
              "--parent-pid", str(os.getpid()), *enforce],

@@ -38,6 +38,11 @@ from aws_lambda_powertools.utilities.parameters import clear_caches as clear_par
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 from infra.bedrock_emulator import BedrockEmulator  # noqa: E402
+from infra.local.flat_dynamodb import install as flat_dynamodb  # noqa: E402
+
+# In-process moto (the unit and property tests) with the local server's flat-cost layer: a request's
+# cost does not grow with the table (infra/local/flat_dynamodb.py).
+flat_dynamodb()
 
 pytest_plugins = ["tests.support.log_audit"]
 
