@@ -350,6 +350,10 @@ def test_the_standalone_stack_serves_another_process_and_saves_on_sigterm(tmp_pa
             "AWS_ENDPOINT_URL_DYNAMODB": f"http://127.0.0.1:{dynamodb_port}",
             "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": f"http://127.0.0.1:{bedrock_port}",
             "TABLE_NAME": "onboarding-memory-local",
+            # Signed as the function, as events/env.local.json tells a container: the stack checks its policy.
+            "AWS_ACCESS_KEY_ID": json.loads((REPO / "events" / "env.local.json").read_text())["ApiFunction"][
+                "AWS_ACCESS_KEY_ID"
+            ],
         }
         completed = subprocess.run(
             [sys.executable, "-m", "infra.invoke", "ApiFunction", "-e", "events/api_chat.json", "--aws"],

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from infra.lambda_runner import invoke
+from infra.local.iam.identity import access_key_of
 from infra.local_stack import LocalStack
 from infra.template import load_template
 
@@ -26,7 +27,12 @@ def test_every_function_has_a_sample_event() -> None:
         if resource["Type"] == "AWS::Serverless::Function"
     }
     assert set(SAMPLE_EVENTS) == functions
-    assert set(json.loads((EVENTS / "env.local.json").read_text())) == functions
+    environments = json.loads((EVENTS / "env.local.json").read_text())
+    assert set(environments) == functions
+    # A container signs as its function, so the local stack checks that function's policy.
+    assert {name: env["AWS_ACCESS_KEY_ID"] for name, env in environments.items()} == {
+        name: access_key_of(name) for name in functions
+    }
 
 
 @pytest.mark.parametrize(("logical_id", "event_file"), [(f, e) for f, files in SAMPLE_EVENTS.items() for e in files])

@@ -180,8 +180,12 @@ def test_a_cancelled_transaction_copies_no_table() -> None:
     assert "Table" not in copies
 
 
-def test_install_refuses_a_moto_whose_methods_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_install_refuses_a_moto_whose_methods_changed() -> None:
     flat_dynamodb.uninstall()
-    monkeypatch.setitem(flat_dynamodb.RELIED_ON, "Table.delete_item", ["self", "hash_key"])
-    with pytest.raises(RuntimeError, match=r"moto's Table\.delete_item changed"):
-        flat_dynamodb.install()
+    relied_on = flat_dynamodb.RELIED_ON["Table.delete_item"]
+    flat_dynamodb.RELIED_ON["Table.delete_item"] = ["self", "hash_key"]
+    try:
+        with pytest.raises(RuntimeError, match=r"moto's Table\.delete_item changed"):
+            flat_dynamodb.install()
+    finally:
+        flat_dynamodb.RELIED_ON["Table.delete_item"] = relied_on
