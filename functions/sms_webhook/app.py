@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from twilio.request_validator import RequestValidator
 from twilio.twiml.messaging_response import MessagingResponse
 
-from onboarding.composition import build_idempotency_layer, build_intake, build_parameters, twilio_auth_token
+from onboarding.composition import build_parameters, build_webhook, twilio_auth_token
 from onboarding.composition import webhook_url as webhook_url_source
 from onboarding.config import Settings, WebhookSettings
 from onboarding.model.errors import StoreError
@@ -131,10 +131,11 @@ def _fields(error: ValidationError) -> list[str]:
 
 _sms = WebhookSettings.from_env()
 _parameters = build_parameters()
+_parts = build_webhook(Settings.from_env(), _sms)
 lambda_handler = make_handler(
-    build_intake(Settings.from_env(), _sms),
+    _parts.intake,
     lambda: twilio_auth_token(_parameters, _sms.twilio_auth_token_parameter, _sms.parameter_max_age_s),
     webhook_url_source(_sms, _parameters),
-    build_idempotency_layer(_sms.idempotency_table_name),
+    _parts.idempotency,
     _sms.dedupe_window_s,
 )

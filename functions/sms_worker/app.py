@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
-from onboarding.composition import build_idempotency_layer, build_worker
+from onboarding.composition import build_worker
 from onboarding.config import Settings, WorkerSettings
 from onboarding.redaction import RedactingFormatter
 from onboarding.sms.messages import SmsTurnRequest
@@ -67,6 +67,6 @@ _parts = build_worker(Settings.from_env(), _sms)
 register_runtime_hooks(_parts.primer)
 lambda_handler = make_handler(
     _parts.responder,
-    build_idempotency_layer(_sms.idempotency_table_name),
+    _parts.idempotency,
     _sms.dedupe_window_s,
 )

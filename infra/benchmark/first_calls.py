@@ -1,19 +1,24 @@
-"""Cold starts and the SnapStart priming gain, from fresh processes (`cold_start.py`).
+"""Cold starts and the SnapStart priming gain, from fresh processes on the built artifact.
 
-Each run is a new interpreter: the function's init, then its first call on a fresh sample event;
-with priming, the function's SnapStart hooks in between (before-checkpoint, then after-restore), as
-Lambda runs them around a snapshot. The variants and functions take turns, run by run, so machine
-noise spreads over all of them alike. The first call's wait on the servers (moto, the Bedrock and
-Twilio stand-ins) is reported apart from its own work: priming cannot change what the servers take.
-Bytecode is compiled ahead, as the onboarding layer ships it (its Makefile runs compileall): into a
-cache of this run's own, filled by one discarded process per function and variant first.
+Each run is a new python3.13 interpreter on what `sam build` makes (infra/benchmark/artifacts.py),
+started by `cold_boot.py` with nothing but the function's folder and its layers on the path, and
+timed from just before the process is started (its interpreter's start and every import count):
+
+- cold start: the mobile API as Lambda Web Adapter runs it (uvicorn, its readiness check on
+  /healthz, then the sample request over HTTP); the SMS functions imported and called once. Init
+  (to ready, or to the handler imported) and the first call are reported apart.
+- priming: the first call's own work (its time less its wait on the servers) without and with the
+  SnapStart hooks between init and the call, as Lambda runs them around a snapshot.
+
+The functions and variants take turns run by run, so machine noise spreads over all alike. The
+first run of each is discarded: it compiles the function folder's bytecode (the layers ship theirs).
 """
 
 import json
+import random
 import statistics
 import subprocess
-import sys
-import tempfile
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,24 +26,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from infra.benchmark.cold_start import EVENTS
-from infra.local_stack import LocalStack
+import httpx
+
+from infra.benchmark.artifacts import import_path, python_3_13
+from infra.benchmark.cold_boot import event_request
+from infra.local_stack import LocalStack, free_port
+from infra.template import function_handler, web_adapter_app
 
 ROOT = Path(__file__).parents[2]
-PHASES = (
-    "seconds",
-    "init_seconds",
-    "first_call_seconds",
-    "first_call_server_seconds",
-    "first_call_own_seconds",
-    "prime_seconds",
-    "restore_hook_seconds",
-)
+COLD_BOOT = Path(__file__).with_name("cold_boot.py")
+EVENTS = {
+    "ApiFunction": "api_chat.json",
+    "SmsWebhookFunction": "sms_webhook.json",
+    "SmsWorkerFunction": "sms_worker.json",
+}
+_ORDER = random.Random(11)  # noqa: S311 - the order of runs, not a secret
 
 
 def fresh_event(name: str, sign: Callable[[str, dict[str, str]], str], webhook_url: str) -> dict[str, Any]:
     """`name`'s sample event with a new message id, so the run does real work instead of being
-    answered from the idempotency record a previous run left (the webhook's is signed again)."""
+    answered from the idempotency record a previous run left (the webhook's is signed again), and
+    for a turn a user of its own (the runs come faster than the per-user rate limit allows)."""
     event: dict[str, Any] = json.loads((ROOT / "events" / EVENTS[name]).read_text(encoding="utf-8"))
     sid = f"SM{uuid.uuid4().hex}"
     if name == "SmsWebhookFunction":
@@ -49,41 +57,92 @@ def fresh_event(name: str, sign: Callable[[str, dict[str, str]], str], webhook_u
     elif name == "SmsWorkerFunction":
         for record in event["Records"]:
             body = json.loads(record["body"])
-            record["body"] = json.dumps({**body, "message_id": sid})
+            record["body"] = json.dumps({**body, "message_id": sid, "user_id": f"cold-{sid}"})
+            record["attributes"]["MessageGroupId"] = f"cold-{sid}"
             record["attributes"]["MessageDeduplicationId"] = sid
+    elif name == "ApiFunction":
+        event["body"] = json.dumps({**json.loads(event["body"]), "clientMessageId": sid})
+        event["requestContext"]["authorizer"]["claims"]["sub"] = f"cold-{sid}"
     return event
 
 
-def fresh_processes(
-    stack: LocalStack, functions: list[str], samples: int, variants: tuple[bool, ...] = (False,)
-) -> dict[tuple[str, bool], list[dict[str, float]]]:
-    """Per function and variant (primed or not), the phases of `samples` fresh processes."""
-    results: dict[tuple[str, bool], list[dict[str, float]]] = {(f, v): [] for f in functions for v in variants}
-    with tempfile.TemporaryDirectory() as scratch:
+def _spec(build: Path, name: str, **extra: Any) -> dict[str, Any]:
+    located = web_adapter_app(name)
+    module, attribute = (located[1], located[2]) if located else function_handler(name)[1:]
+    return {"path": import_path(build, name), "module": module, "attribute": attribute, "asgi": bool(located), **extra}
+
+
+def serve_once(stack: LocalStack, build: Path, http: httpx.Client) -> dict[str, float]:
+    """The API started as the adapter starts it: seconds to ready, and to the first answer."""
+    port = free_port("127.0.0.1")
+    spec = _spec(build, "ApiFunction", mode="serve", port=port)
+    method, path, headers, body = event_request(fresh_event("ApiFunction", stack.twilio.sign, stack.webhook_url))
+    started = time.time()
+    process = subprocess.Popen(  # noqa: S603 - Python 3.13 on the artifact, isolated
+        [str(python_3_13()), "-I", "-S", str(COLD_BOOT), json.dumps(spec)],
+        cwd=build / "ApiFunction", env=stack.process_environment("ApiFunction"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        while True:  # the adapter's readiness check
+            try:
+                if http.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                if process.poll() is not None:
+                    said = process.stderr.read().decode(errors="replace") if process.stderr else ""
+                    raise RuntimeError(f"the API did not start: {said[-2000:]}") from None
+            time.sleep(0.005)
+        ready = time.time()
+        answer = http.request(method, f"http://127.0.0.1:{port}{path}", headers=headers, content=body)
+        finished = time.time()
+        if answer.status_code != 200:
+            raise RuntimeError(f"the API answered {answer.status_code}: {answer.text[:300]}")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return {"seconds": finished - started, "init_seconds": ready - started, "first_call_seconds": finished - ready}
+
+
+def call_once(stack: LocalStack, build: Path, name: str, prime: bool) -> dict[str, float]:
+    """The function imported and called once in a fresh process; its phases in seconds."""
+    spec = _spec(build, name, mode="call", prime=prime, function=name,
+                 event=fresh_event(name, stack.twilio.sign, stack.webhook_url))  # fmt: skip
+    started = time.time()
+    completed = subprocess.run(  # noqa: S603 - Python 3.13 on the artifact, isolated
+        [str(python_3_13()), "-I", "-S", str(COLD_BOOT), json.dumps(spec)],
+        cwd=build / name, env=stack.process_environment(name), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if completed.returncode != 0:
+        raise RuntimeError(f"{name} failed in a fresh process: {completed.stderr[-2000:]}")
+    times = json.loads(completed.stdout.strip().splitlines()[-1])
+    if times["status"] != 200 or times["failed_records"]:
+        raise RuntimeError(f"{name} did not answer its event: {times}")
+    first_call = times["finished"] - times["called"]
+    return {
+        "seconds": (times["initialized"] - started) + first_call,
+        "init_seconds": times["initialized"] - started,
+        "first_call_seconds": first_call,
+        "first_call_server_seconds": times["server_seconds"],
+        "first_call_own_seconds": first_call - times["server_seconds"],
+        "prime_seconds": times["primed"] - times["initialized"],
+        "restore_hook_seconds": times["restored"] - times["primed"],
+    }
+
+
+def measure_cold_starts(
+    stack: LocalStack, build: Path, functions: list[str], samples: int
+) -> dict[str, list[dict[str, float]]]:
+    """`samples` cold starts of each function (after a discarded first), taking turns."""
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in functions}
+    with httpx.Client(timeout=60) as http:
         for run in range(samples + 1):
-            for name in functions:
-                env = stack.process_environment(name)
-                env.pop("PYTHONDONTWRITEBYTECODE", None)
-                env["PYTHONPYCACHEPREFIX"] = str(Path(scratch) / "pycache")
-                for primed in variants:
-                    event_path = Path(scratch) / f"{name}.json"
-                    event = fresh_event(name, stack.twilio.sign, stack.webhook_url)
-                    event_path.write_text(json.dumps(event), encoding="utf-8")
-                    command = [sys.executable, "-m", "infra.benchmark.cold_start", name, str(event_path)]
-                    output = subprocess.run(  # noqa: S603 - our own interpreter and module
-                        command + (["--prime"] if primed else []),
-                        cwd=ROOT,
-                        env=env,
-                        capture_output=True,
-                        text=True,
-                        timeout=120,
-                        check=True,
-                    ).stdout
-                    phases = json.loads(output.strip().splitlines()[-1])
-                    if phases["status"] not in (None, 200) or phases["failed_records"]:
-                        raise RuntimeError(f"{name} did not answer its event: {phases}")
-                    if run:  # the first process compiles the bytecode cache
-                        results[(name, primed)].append({key: phases[key] for key in PHASES})
+            for name in _ORDER.sample(functions, len(functions)):
+                phases = (
+                    serve_once(stack, build, http) if web_adapter_app(name) else call_once(stack, build, name, False)
+                )
+                if run:
+                    results[name].append(phases)
     return results
 
 
@@ -115,27 +174,28 @@ class PrimingGain:
     restore_hook: Spread  # what the after-restore hook takes (on every restore)
 
 
-def measure_priming(functions: list[str], samples: int) -> list[PrimingGain]:
-    """The first call's own work with and without priming, side by side, on a fresh local stack."""
-    with LocalStack() as stack:
-        runs = fresh_processes(stack, functions, samples, variants=(False, True))
-    gains = []
-    for name in functions:
-        plain, primed = runs[(name, False)], runs[(name, True)]
+def measure_priming(stack: LocalStack, build: Path, functions: list[str], samples: int) -> list[PrimingGain]:
+    """The first call's own work with and without priming, side by side."""
+    runs: dict[tuple[str, bool], list[dict[str, float]]] = {(name, p): [] for name in functions for p in (False, True)}
+    for run in range(samples + 1):
+        for name, prime in _ORDER.sample(list(runs), len(runs)):
+            phases = call_once(stack, build, name, prime)
+            if run:
+                runs[name, prime].append(phases)
 
-        def spread(runs: list[dict[str, float]], key: str) -> Spread:
-            return Spread.of([run[key] for run in runs])
+    def spread(name: str, prime: bool, key: str) -> Spread:
+        return Spread.of([phases[key] for phases in runs[name, prime]])
 
-        gains.append(
-            PrimingGain(
-                name,
-                samples,
-                spread(plain, "first_call_own_seconds"),
-                spread(primed, "first_call_own_seconds"),
-                spread(plain, "first_call_server_seconds"),
-                spread(primed, "first_call_server_seconds"),
-                spread(primed, "prime_seconds"),
-                spread(primed, "restore_hook_seconds"),
-            )
+    return [
+        PrimingGain(
+            name,
+            samples,
+            spread(name, False, "first_call_own_seconds"),
+            spread(name, True, "first_call_own_seconds"),
+            spread(name, False, "first_call_server_seconds"),
+            spread(name, True, "first_call_server_seconds"),
+            spread(name, True, "prime_seconds"),
+            spread(name, True, "restore_hook_seconds"),
         )
-    return gains
+        for name in functions
+    ]

@@ -35,7 +35,7 @@ from botocore.exceptions import ClientError
 from infra.benchmark.environment import temporary_environment
 from infra.benchmark.stats import percentile
 from infra.benchmark.store_io import TableTraffic, seed_history
-from infra.local_stack import LOCAL_AWS_ENVIRONMENT
+from infra.local_stack import LOCAL_AWS_ENVIRONMENT, LOCAL_TIMEOUTS
 from infra.template import table_create_request
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
@@ -279,7 +279,9 @@ def measure_store_growth(
     boto3.DEFAULT_SESSION = session  # the store factory and the peer build their clients on it
     try:
         # The standard variables point boto3 at `url`, with dummy credentials, while clients are built.
-        with temporary_environment({**LOCAL_AWS_ENVIRONMENT, "TABLE_NAME": TABLE, "AWS_ENDPOINT_URL_DYNAMODB": url}):
+        # And the local stack's client timeouts (a big table on a busy machine answers slowly).
+        local = {**LOCAL_AWS_ENVIRONMENT, **LOCAL_TIMEOUTS, "TABLE_NAME": TABLE, "AWS_ENDPOINT_URL_DYNAMODB": url}
+        with temporary_environment(local):
             settings = Settings.from_env()
             client = boto3.client("dynamodb", region_name=settings.region)
             client.create_table(**table_create_request("ConversationTable", TABLE))
@@ -292,3 +294,30 @@ def measure_store_growth(
     finally:
         boto3.DEFAULT_SESSION = saved_session
     return Growth(server, [point.result() for point in points], peer_limit)
+
+
+def describe_growth(growth: Growth, verdict: bool) -> list[str]:
+    """The section's lines for one server: a row per history length, then the ratio."""
+    lines = [
+        f"Store cost per turn vs history, {growth.server} (one table for all lengths; median of turns; "
+        "context = load + build)",
+        f"{'history':>8} | {'ours ms':>8} {'reqs':>5} {'read B':>8} {'sent B':>7} | "
+        f"{'peer ms':>8} {'reqs':>5} {'read B':>9} {'sent B':>8} | {'context p50':>11} {'p95 ms':>7}",
+    ]
+    for point in growth.points:
+        ours, peer = point.ours, point.peer
+        peer_text = (
+            f"{peer.p50_ms:>8.1f} {peer.requests:>5} {peer.bytes_read:>9} {peer.bytes_sent:>8}"
+            if peer.failure is None
+            else f"{peer.failure[:44]:>33}"
+        )
+        lines.append(
+            f"{point.history:>8} | {ours.p50_ms:>8.1f} {ours.requests:>5} {ours.bytes_read:>8} {ours.bytes_sent:>7} | "
+            f"{peer_text} | {point.context_p50_ms:>11.2f} {point.context_p95_ms:>7.2f}"
+        )
+    judged = f" (goal <= 1.1x, {'met' if growth.ours_ratio() <= 1.1 else 'missed'})" if verdict else ""
+    lines.append(
+        f"ours at {growth.points[-1].history} vs {growth.points[0].history} messages: {growth.ours_ratio():.2f}x"
+        f"{judged}; the peer's item holds at most {growth.peer_limit} such messages (400 KB)"
+    )
+    return [*lines, ""]

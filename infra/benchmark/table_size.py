@@ -130,19 +130,35 @@ def measure_table_sizes(sizes: list[int], rounds: int, turns_per_round: int) -> 
     ]
 
 
+def describe_sizes(figures: list[SizeFigures]) -> list[str]:
+    """The section's lines: each server, layout and size, then each server's ratio last to first."""
+    lines = [
+        "A turn against the table's size (the whole turn path; median of rounds, their range)",
+        f"{'server':<11} {'layout':<12} {'items':>7} {'turn ms':>9} {'range':>16}",
+    ]
+    for figure in sorted(figures, key=lambda f: (f.server, f.layout, f.items)):
+        lines.append(
+            f"{figure.server:<11} {figure.layout:<12} {figure.items:>7} {figure.median_ms:>9.1f} "
+            f"{figure.low_ms:>7.1f}-{figure.high_ms:<7.1f}"
+        )
+    for server in sorted({f.server for f in figures}):
+        for layout in LAYOUTS:
+            points = sorted((f for f in figures if (f.server, f.layout) == (server, layout)), key=lambda f: f.items)
+            lines.append(
+                f"{server}, {layout}: {points[-1].items} vs {points[0].items} items: "
+                f"{points[-1].median_ms / points[0].median_ms:.2f}x"
+            )
+    return lines
+
+
 def main() -> None:
     """`python -m infra.benchmark.table_size [--quick]`: the figures alone."""
     import sys
 
     quick = "--quick" in sys.argv[1:]
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-    figures = measure_table_sizes([20, 2_000] if quick else [20, 2_000, 20_000], 2 if quick else 5, 3 if quick else 5)
-    print(f"{'server':<11} {'layout':<12} {'items':>7} {'turn ms':>9} {'range':>16}")
-    for figure in sorted(figures, key=lambda f: (f.server, f.layout, f.items)):
-        print(
-            f"{figure.server:<11} {figure.layout:<12} {figure.items:>7} {figure.median_ms:>9.1f} "
-            f"{figure.low_ms:>7.1f}–{figure.high_ms:<7.1f}"
-        )
+    sizes = [20, 2_000] if quick else [20, 2_000, 20_000]
+    print("\n".join(describe_sizes(measure_table_sizes(sizes, 2 if quick else 5, 3 if quick else 5))))
 
 
 if __name__ == "__main__":

@@ -1,57 +1,65 @@
-"""Per-turn overhead outside the model, against the bare DynamoDB calls the turn made.
+"""What our code adds to a turn, against a bare path doing the same library work.
 
-A turn's wall time minus the time the emulator spent answering its model calls is what our code
-adds (loading and building the context, prompts, tools, LangChain's message conversion, the
-Bedrock client's signing and stream parsing, the writes). The bare calls are the very requests the
-turn sent to DynamoDB, captured from botocore as the turn made them and replayed straight through
-boto3 right after it: the same Query, and the same writes (PutItem, or TransactWriteItems when a
-tool changed the state or profile) aimed at a shadow partition so their conditions hold again.
-Both run alternately on the same local server, so the ratio holds on a noisy machine. The
-emulator's time is measured on its side (request read to last byte sent): the client's reading of
-the stream counts as overhead, which makes the ratio conservative.
+A turn (`TurnService.start_turn` and its streamed reply, tool rounds and writes, as the mobile API
+runs it) is timed beside a bare path that does what any code answering the same message with the
+same libraries must do: one boto3 Query for the newest messages and the head items (Limit 23, as a
+turn's load), the writes the turn sent (captured from botocore and replayed to a shadow partition,
+so their conditions hold again), and each of the turn's model requests through
+`ChatBedrockConverse.astream` with the same messages and tools (captured from LangChain's callback).
+Both talk to the same servers, each in a process of its own (moto's DynamoDB server, the Bedrock
+emulator), so the model's and the servers' time is in both and nothing of ours is subtracted as
+model time. Turns and bare paths alternate in a shuffled order on one event loop (as the API's
+server keeps one). The figure: median turn / median bare path, their difference, and the CPU time
+this process spends per turn (`time.process_time`: our code and the libraries, not the servers).
 """
 
 import asyncio
 import copy
+import random
 import statistics
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import boto3
 from botocore import xform_name
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.benchmark.environment import temporary_environment
+from infra.benchmark.model_process import emulator_process
+from infra.local.iam.identity import acting_as
 from infra.local_stack import LocalStack
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
-from onboarding.persistence.keys import USER_PREFIX
+from onboarding.llm.chat_model import build_chat_model
+from onboarding.persistence.keys import HEAD_ITEMS, USER_PREFIX
 
 MESSAGE = "I walk my dog every day and swim on Sundays"
-
-
-@dataclass(frozen=True)
-class Overhead:
-    samples: int
-    turn_p50_ms: float
-    model_p50_ms: float
-    overhead_p50_ms: float
-    bare_p50_ms: float
-    requests_per_turn: dict[str, float]  # mean over the turns: not every turn's tool writes a transaction
-
-    @property
-    def ratio(self) -> float:
-        return self.overhead_p50_ms / self.bare_p50_ms
+LOAD_LIMIT = 23  # a turn's Query: HISTORY_LOAD_LIMIT (20) messages and the three head items
+_ORDER = random.Random(5)  # noqa: S311 - the order of samples, not a secret
 
 
 @dataclass
-class RequestRecorder:
-    """The DynamoDB requests made on one session, as their API parameters."""
+class _Captured:
+    """What one turn asked of the libraries: its DynamoDB writes and its model requests."""
 
-    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    writes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    model_calls: list[tuple[list[BaseMessage], list[Any]]] = field(default_factory=list)
 
     def before_parameter_build(self, model: Any, params: dict[str, Any], **_: Any) -> None:
-        self.requests.append((model.name, copy.deepcopy(params)))
+        if model.name != "Query" and model.name != "GetItem":
+            self.writes.append((model.name, copy.deepcopy(params)))
+
+
+class _ModelCalls(BaseCallbackHandler):
+    def __init__(self, captured: _Captured) -> None:
+        self._captured = captured
+
+    def on_chat_model_start(self, serialized: Any, messages: list[list[BaseMessage]], **kwargs: Any) -> None:
+        tools = list(kwargs.get("invocation_params", {}).get("tools") or [])
+        self._captured.model_calls.append((list(messages[0]), tools))
 
 
 def _shadow(node: Any, partition: str) -> Any:
@@ -63,78 +71,128 @@ def _shadow(node: Any, partition: str) -> Any:
     return f"{partition}-bare" if node == partition else node
 
 
-def _replay(client: Any, requests: list[tuple[str, dict[str, Any]]], partition: str) -> float:
-    """Seconds to send `requests` again straight through boto3 (writes to the shadow partition)."""
-    prepared = [
-        (getattr(client, xform_name(name)), params if name == "Query" else _shadow(params, partition))
-        for name, params in requests
-    ]
-    started = time.perf_counter()
-    for call, params in prepared:
-        call(**params)
-    return time.perf_counter() - started
+@dataclass(frozen=True)
+class Overhead:
+    samples: int
+    turn_p50_ms: float
+    bare_p50_ms: float
+    cpu_per_turn_ms: float
+    requests_per_turn: dict[str, float]  # the writes and model calls a turn made, mean over turns
+
+    @property
+    def ratio(self) -> float:
+        return self.turn_p50_ms / self.bare_p50_ms
+
+    @property
+    def added_ms(self) -> float:
+        return self.turn_p50_ms - self.bare_p50_ms
 
 
-async def _turn(service: Any, emulator: BedrockEmulator, user_id: str, text: str) -> tuple[float, float]:
-    model_before = emulator.model_seconds
-    requests_before = len(emulator.requests)
-    started = time.perf_counter()
-    turn = await service.start_turn(user_id, text)
-    await turn.collect()
-    wall = time.perf_counter() - started
-    _settle(emulator)
-    if len(emulator.requests) == requests_before:
-        raise RuntimeError("the turn did not call the model; there is nothing to subtract")
-    return wall, emulator.model_seconds - model_before
+class _Runner:
+    """One stack's turns and bare paths for one user."""
+
+    def __init__(self, settings: Settings, captured: _Captured) -> None:
+        self.captured = captured
+        observed = build_chat_model(settings)
+        observed.callbacks = [_ModelCalls(captured)]  # what each model call of the turn is sent
+        self.service = build_turn_service(settings, build_repositories(settings), observed)
+        self.llm = build_chat_model(settings)
+        self.client = boto3.client("dynamodb", region_name=settings.region)
+        self.table = settings.table_name
+        self.user_id = f"overhead-{time.time_ns()}"
+        # Each turn's work, replayed once and in order by a bare path: the shadow partition's items
+        # then go through the same versions as the turn's, so the writes' conditions hold again.
+        self.pending: deque[tuple[list[tuple[str, dict[str, Any]]], list[tuple[list[BaseMessage], list[Any]]]]] = (
+            deque()
+        )
+        self.replayed: list[tuple[list[tuple[str, dict[str, Any]]], list[Any]]] = []
+
+    async def turn(self, index: int) -> tuple[float, float]:
+        """Seconds of one turn, wall and CPU; what it asked of the libraries becomes the bare path's work."""
+        self.captured.writes.clear()
+        self.captured.model_calls.clear()
+        cpu, started = time.process_time(), time.perf_counter()
+        turn = await self.service.start_turn(self.user_id, f"{MESSAGE} ({index})")
+        await turn.collect()
+        wall, spent = time.perf_counter() - started, time.process_time() - cpu
+        self.pending.append((list(self.captured.writes), list(self.captured.model_calls)))
+        return wall, spent
+
+    async def bare(self) -> float:
+        """Seconds of the bare path doing the oldest turn's library work not yet replayed."""
+        writes, calls = self.pending.popleft()
+        self.replayed.append((writes, calls))
+        partition = f"{USER_PREFIX}{self.user_id}"
+        prepared = [(getattr(self.client, xform_name(name)), _shadow(params, partition)) for name, params in writes]
+        models = [self.llm.bind_tools(tools) if tools else self.llm for _, tools in calls]
+        started = time.perf_counter()
+        self.client.query(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :first AND :last",
+            ExpressionAttributeValues={
+                ":pk": {"S": partition},
+                ":first": {"S": "MSG#"},
+                ":last": {"S": HEAD_ITEMS[-1]},
+            },
+            ScanIndexForward=False,
+            Limit=LOAD_LIMIT,
+            ConsistentRead=True,
+        )
+        for model, (messages, _) in zip(models, calls, strict=True):
+            async for _ in model.astream(messages):
+                pass
+        for call, params in prepared:
+            call(**params)
+        return time.perf_counter() - started
 
 
-def _settle(emulator: BedrockEmulator) -> None:
-    """Wait until every answer's time is booked: the emulator's bookkeeping may trail its last byte."""
-    deadline = time.monotonic() + 5
-    while emulator.answered < len(emulator.requests) and time.monotonic() < deadline:
-        time.sleep(0.001)
-
-
-def measure_turn_overhead(emulator: BedrockEmulator, samples: int) -> Overhead:
-    recorder = RequestRecorder()
+def measure_turn_overhead(samples: int) -> Overhead:
+    """`samples` turns and as many bare paths on the current local stack; each pair in a random order."""
+    captured = _Captured()
     session = boto3.Session()
-    session.events.register("before-parameter-build.dynamodb", recorder.before_parameter_build)
-    saved_session = boto3.DEFAULT_SESSION
-    boto3.DEFAULT_SESSION = session  # the store factory builds its client on the default session
+    session.events.register("before-parameter-build.dynamodb", captured.before_parameter_build)
+    saved, boto3.DEFAULT_SESSION = boto3.DEFAULT_SESSION, session
     try:
-        settings = Settings.from_env().model_copy(update={"rate_limit_messages": 0})
-        service = build_turn_service(settings, build_repositories(settings))
+        runner = _Runner(Settings.from_env().model_copy(update={"rate_limit_messages": 0}), captured)
     finally:
-        boto3.DEFAULT_SESSION = saved_session
-    client = boto3.client("dynamodb", region_name=settings.region)  # not recorded
-    user_id = f"overhead-{time.time_ns()}"
-    walls, models, bares = [], [], []
-    requests_per_turn: dict[str, int] = {}
-    for index in range(samples + 2):
-        recorder.requests.clear()
-        wall, model = asyncio.run(_turn(service, emulator, user_id, f"{MESSAGE} ({index})"))
-        bare = _replay(client, recorder.requests, f"{USER_PREFIX}{user_id}")
-        if index >= 2:  # the first turns warm up clients and imports
-            walls.append(wall)
-            models.append(model)
+        boto3.DEFAULT_SESSION = saved
+    loop = asyncio.new_event_loop()
+    turns: list[float] = []
+    cpu: list[float] = []
+    bares: list[float] = []
+    requests: dict[str, int] = {}
+    try:
+        for index in range(2):  # warm up clients and imports
+            loop.run_until_complete(runner.turn(index))
+            loop.run_until_complete(runner.bare())
+        for index in range(2, samples + 2):
+            if runner.pending and _ORDER.random() < 0.5:  # the pair's order, shuffled
+                bare = loop.run_until_complete(runner.bare())
+                wall, spent = loop.run_until_complete(runner.turn(index))
+            else:
+                wall, spent = loop.run_until_complete(runner.turn(index))
+                bare = loop.run_until_complete(runner.bare())
+            turns.append(wall)
+            cpu.append(spent)
             bares.append(bare)
-            for name, _ in recorder.requests:
-                requests_per_turn[name] = requests_per_turn.get(name, 0) + 1
-    overheads = [wall - model for wall, model in zip(walls, models, strict=True)]
+            writes, calls = runner.replayed[-1]
+            for name, _ in writes:
+                requests[name] = requests.get(name, 0) + 1
+            requests["ConverseStream"] = requests.get("ConverseStream", 0) + len(calls)
+    finally:
+        loop.close()
     return Overhead(
         samples,
-        statistics.median(walls) * 1000,
-        statistics.median(models) * 1000,
-        statistics.median(overheads) * 1000,
+        statistics.median(turns) * 1000,
         statistics.median(bares) * 1000,
-        {name: count / samples for name, count in requests_per_turn.items()},
+        statistics.median(cpu) * 1000,
+        {name: count / samples for name, count in requests.items()},
     )
 
 
 @dataclass(frozen=True)
 class OverheadRuns:
-    """The overhead measured in several runs, each on a stack of its own: the figure is the median
-    run, with the spread of the runs, since one run's median moves from run to run on a shared machine."""
+    """Several runs, each on a stack of its own: the figure is the median run, with the runs' spread."""
 
     runs: list[Overhead]
 
@@ -153,50 +211,27 @@ class OverheadRuns:
     def _median(self, attribute: str) -> float:
         return float(statistics.median(getattr(run, attribute) for run in self.runs))
 
-    @property
-    def turn_p50_ms(self) -> float:
-        return self._median("turn_p50_ms")
-
-    @property
-    def model_p50_ms(self) -> float:
-        return self._median("model_p50_ms")
-
-    @property
-    def overhead_p50_ms(self) -> float:
-        return self._median("overhead_p50_ms")
-
-    @property
-    def bare_p50_ms(self) -> float:
-        return self._median("bare_p50_ms")
-
-    @property
-    def requests_per_turn(self) -> dict[str, float]:
-        names = {name for run in self.runs for name in run.requests_per_turn}
-        return {name: statistics.mean(run.requests_per_turn.get(name, 0.0) for run in self.runs) for name in names}
-
     def summary(self) -> dict[str, Any]:
-        """What benchmark.json keeps: the median run's figures, each run's, and the spread."""
         return {
             "samples": self.samples,
             "runs": len(self.runs),
-            "turn_p50_ms": self.turn_p50_ms,
-            "model_p50_ms": self.model_p50_ms,
-            "overhead_p50_ms": self.overhead_p50_ms,
-            "bare_p50_ms": self.bare_p50_ms,
+            "turn_p50_ms": self._median("turn_p50_ms"),
+            "bare_p50_ms": self._median("bare_p50_ms"),
+            "added_ms": self._median("added_ms"),
+            "cpu_per_turn_ms": self._median("cpu_per_turn_ms"),
             "ratio": self.ratio,
             "ratio_min": min(self.ratios),
             "ratio_max": max(self.ratios),
-            "ratios": self.ratios,
-            "requests_per_turn": self.requests_per_turn,
-            "per_run": [asdict(run) | {"ratio": run.ratio} for run in self.runs],
+            "per_run": [asdict(run) | {"ratio": run.ratio, "added_ms": run.added_ms} for run in self.runs],
         }
 
 
 def measure_overhead_runs(runs: int, samples: int, chunk_delay_s: float = 0.0) -> OverheadRuns:
-    """`runs` runs of `measure_turn_overhead`, each against a fresh local stack (a fresh table, so
-    moto's table walk costs every run alike)."""
+    """`runs` runs, each on a fresh local stack with the emulator in a process of its own."""
     measured = []
     for _ in range(runs):
-        with LocalStack(chunk_delay_s=chunk_delay_s) as stack:
-            measured.append(measure_turn_overhead(stack.bedrock, samples))
+        with LocalStack() as stack, emulator_process(chunk_delay_s) as model_url:
+            del stack  # its DynamoDB server (a child) and environment; the model is the child emulator
+            with temporary_environment({"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": model_url}), acting_as("ApiFunction"):
+                measured.append(measure_turn_overhead(samples))
     return OverheadRuns(measured)

@@ -6,10 +6,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from infra.benchmark.first_calls import COLD_BOOT, fresh_event
 from infra.local_stack import LocalStack
+from infra.template import function_handler, web_adapter_app
 
 pytestmark = pytest.mark.integration
 
@@ -17,50 +20,37 @@ ROOT = Path(__file__).parents[2]
 LEFT_OUT = ("numpy", "zstandard")
 MAKEFILE = ROOT / "layers" / "onboarding" / "Makefile"
 
-# Runs the cold-start probe after putting a finder first on sys.meta_path that refuses the packages.
-PROBE = """
-import runpy, sys
-
-class LeftOut:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in {left_out!r}:
-            raise ModuleNotFoundError(f"{{name}} is not in the Lambda layer")
-        return None
-
-sys.meta_path.insert(0, LeftOut())
-sys.argv = ["cold_start", sys.argv[1]]
-runpy.run_module("infra.benchmark.cold_start", run_name="__main__")
-"""
-
 
 def test_the_makefile_leaves_out_exactly_these_packages() -> None:
     assert f"grep -v -E '^({'|'.join(LEFT_OUT)})=='" in MAKEFILE.read_text(encoding="utf-8")
 
 
+def _boot(stack: LocalStack, function: str, **extra: Any) -> "subprocess.CompletedProcess[str]":
+    """The function in a fresh process of this interpreter (infra/benchmark/cold_boot.py), imported and
+    called once with a fresh sample event, with the left-out packages unimportable."""
+    located = web_adapter_app(function)
+    module, attribute = (located[1], located[2]) if located else function_handler(function)[1:]
+    code_dir = located[0] if located else function_handler(function)[0]
+    spec = {"mode": "call", "path": [str(code_dir)], "module": module, "attribute": attribute, "asgi": bool(located),
+            "function": function, "left_out": list(LEFT_OUT),
+            "event": fresh_event(function, stack.twilio.sign, stack.webhook_url), **extra}  # fmt: skip
+    return subprocess.run(  # noqa: S603 - our own interpreter and the benchmark's boot script
+        [sys.executable, str(COLD_BOOT), json.dumps(spec)],
+        cwd=ROOT, env=stack.process_environment(function), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("function", ["ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"])
 def test_each_function_answers_without_the_left_out_packages(local_stack: LocalStack, function: str) -> None:
-    completed = subprocess.run(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-c", PROBE.format(left_out=LEFT_OUT), function],
-        cwd=ROOT,
-        env=local_stack.process_environment(function),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = _boot(local_stack, function)
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(completed.stdout.strip().splitlines()[-1])
-    if function == "SmsWorkerFunction":
-        assert result["failed_records"] == 0, result  # the text was answered, not left for a retry
-    else:
-        assert result["status"] == 200, result
+    assert result["status"] == 200, result
+    assert result["failed_records"] == 0, result  # a text was answered, not left for a retry
 
 
 def test_the_probe_does_refuse_a_left_out_package(local_stack: LocalStack) -> None:
     """The check above would pass vacuously if the finder refused nothing."""
-    probe = PROBE.format(left_out=LEFT_OUT).replace('runpy.run_module("infra.benchmark.cold_start"', "import numpy #")
-    completed = subprocess.run(  # noqa: S603 - our own interpreter
-        [sys.executable, "-c", probe, "x"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
-    )
+    completed = _boot(local_stack, "SmsWebhookFunction", module="numpy")
     assert completed.returncode != 0
     assert "numpy is not in the Lambda layer" in completed.stderr

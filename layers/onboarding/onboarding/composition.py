@@ -126,21 +126,21 @@ class ApiParts(NamedTuple):
 
 def _model_parts(
     settings: Settings, also: Callable[[], None] | None = None
-) -> tuple[Repositories, "BaseChatModel", "Primer"]:
-    """The table, the model, and a SnapStart primer over the very clients they use."""
+) -> tuple["DynamoDBClient", Repositories, "BaseChatModel", "Primer"]:
+    """The table's client and repositories, the model, and a SnapStart primer over those very clients."""
     from onboarding.llm.chat_model import build_chat_model
     from onboarding.snapstart import Primer
 
     client = _table_client(settings)
     store = Repositories.over(client, settings.table_name, settings)
     llm = build_chat_model(settings)
-    return store, llm, Primer(settings, store, llm, [client, llm.client], also)  # type: ignore[attr-defined]
+    return client, store, llm, Primer(settings, store, llm, [client, llm.client], also)  # type: ignore[attr-defined]
 
 
 def build_api(settings: Settings) -> ApiParts:
     """What the mobile API needs: the turn service and the account service, over one client, and
     the primer its SnapStart hooks call."""
-    store, llm, primer = _model_parts(settings)
+    _, store, llm, primer = _model_parts(settings)
     return ApiParts(build_turn_service(settings, store, llm), build_account(settings, store), primer)
 
 
@@ -164,24 +164,35 @@ def webhook_url(settings: WebhookSettings, parameters: "SSMProvider") -> Callabl
     return lambda: str(parameters.get(name, max_age=settings.parameter_max_age_s))
 
 
-def build_idempotency_layer(table_name: str) -> "DynamoDBPersistenceLayer":
+def _idempotency_layer(table_name: str, client: "DynamoDBClient") -> "DynamoDBPersistenceLayer":
+    """Powertools Idempotency's store, on the function's own DynamoDB client (a second client would
+    cost a cold start its construction and a connection of its own)."""
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-    return DynamoDBPersistenceLayer(table_name=table_name, boto3_client=boto3.client("dynamodb"))
+    return DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client)
 
 
-def build_intake(settings: Settings, sms: WebhookSettings) -> "SmsIntake":
-    """The webhook's intake: phone owners, opt-outs, links, erasing by text, and the queue. No LangChain."""
+class WebhookParts(NamedTuple):
+    intake: "SmsIntake"
+    idempotency: "DynamoDBPersistenceLayer"
+
+
+def build_webhook(settings: Settings, sms: WebhookSettings) -> WebhookParts:
+    """The webhook's intake (phone owners, opt-outs, links, erasing by text, and the queue) and its
+    idempotency store, over one DynamoDB client. No LangChain."""
     from onboarding.sms.intake import SmsIntake
     from onboarding.sms.queue import TurnQueue
 
+    client = _table_client(settings)
     queue = TurnQueue(boto3.client("sqs", region_name=settings.region), sms.queue_url)
-    return SmsIntake(build_repositories(settings), queue, settings)
+    intake = SmsIntake(Repositories.over(client, settings.table_name, settings), queue, settings)
+    return WebhookParts(intake, _idempotency_layer(sms.idempotency_table_name, client))
 
 
 class WorkerParts(NamedTuple):
     responder: "SmsResponder"
     primer: "Primer"
+    idempotency: "DynamoDBPersistenceLayer"
 
 
 def build_worker(settings: Settings, sms: WorkerSettings) -> WorkerParts:
@@ -190,7 +201,7 @@ def build_worker(settings: Settings, sms: WorkerSettings) -> WorkerParts:
     from onboarding.sms.responder import SmsResponder
     from onboarding.sms.sender import TwilioSender, prime_twilio
 
-    store, llm, primer = _model_parts(settings, also=prime_twilio)
+    client, store, llm, primer = _model_parts(settings, also=prime_twilio)
     parameters = build_parameters()
     sender = TwilioSender(
         sms.twilio_account_sid,
@@ -199,4 +210,5 @@ def build_worker(settings: Settings, sms: WorkerSettings) -> WorkerParts:
         sms.twilio_send_attempts,
         sms.twilio_timeout_s,
     )
-    return WorkerParts(SmsResponder(build_turn_service(settings, store, llm), store, sender), primer)
+    responder = SmsResponder(build_turn_service(settings, store, llm), store, sender)
+    return WorkerParts(responder, primer, _idempotency_layer(sms.idempotency_table_name, client))

@@ -1,0 +1,30 @@
+"""What the functions' cold paths no longer build before they need it (issue 32; decision 0016)."""
+
+import pytest
+
+from onboarding.composition import build_webhook, build_worker
+from onboarding.config import Settings, WebhookSettings, WorkerSettings
+from onboarding.llm.chat_model import OnDemandClient, build_chat_model
+
+SMS = {"SMS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/q.fifo", "IDEMPOTENCY_TABLE_NAME": "idem",
+       "TWILIO_AUTH_TOKEN_PARAMETER": "/token", "TWILIO_WEBHOOK_URL": "https://example.com/sms"}  # fmt: skip
+
+
+def test_the_model_makes_no_control_plane_client_until_one_is_used(settings: Settings) -> None:
+    """langchain-aws asks for a `bedrock` client only to look up an application inference profile."""
+    llm = build_chat_model(settings)
+    client = llm.bedrock_client  # type: ignore[attr-defined]
+    assert isinstance(client, OnDemandClient)
+    assert client._client is None  # not made at init
+    assert client.meta.service_model.service_name == "bedrock"  # made, and the right one, on first use
+    assert client._client is not None
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_the_sms_functions_answer_and_keep_idempotency_records_on_one_dynamodb_client(
+    settings: Settings, emulator: object
+) -> None:
+    webhook = build_webhook(settings, WebhookSettings.from_env(SMS))
+    assert webhook.idempotency.client is webhook.intake._store.phones._client
+    worker = build_worker(settings, WorkerSettings.from_env(SMS | {"TWILIO_ACCOUNT_SID": "AC" + "0" * 32}))
+    assert worker.idempotency.client is worker.responder._store.phones._client
