@@ -25,13 +25,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from moto.moto_server.threaded_moto_server import MotoRequestHandler  # type: ignore[attr-defined]
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import run_simple
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+SERVICES: tuple[Literal["dynamodb", "sqs", "ssm"], ...] = ("dynamodb", "sqs", "ssm")  # what the local stack asks
 
 
 def one_request_at_a_time(app: WsgiApp) -> WsgiApp:
@@ -90,9 +91,14 @@ def main(argv: list[str] | None = None) -> None:
         end_with_parent(args.parent_pid)
     # As moto's own server does: queue URLs carry this port, and a stop signal ends the process cleanly.
     os.environ.setdefault("MOTO_PORT", str(args.port))
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # Nothing to flush (the stack saves the table through the API before it stops us): end at once,
+    # without the interpreter's teardown of moto's many modules (a stack stops in ~0.05 s, not ~0.4 s).
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
-    app = one_request_at_a_time(DomainDispatcherApplication(create_backend_app))
+    dispatcher = DomainDispatcherApplication(create_backend_app)
+    for service in SERVICES:  # made now, before we listen: else each service's first request waits for it
+        dispatcher.app_instances[service] = create_backend_app(service)
+    app = one_request_at_a_time(dispatcher)
     if args.policies is not None:
         from infra.local.iam.gate import gate_from
         from infra.local.iam.wsgi import policy_checked

@@ -39,6 +39,7 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 PUBLIC_DOCUMENTS = ("/openapi.json",)
 KEEP_ALIVE_S = 60  # seconds an idle client connection stays open (see LocalGateway)
+POLL_S = 0.1  # how long the queue poller waits between receives that found nothing
 logger = Logger(service="local-gateway")
 
 
@@ -272,10 +273,13 @@ class QueuePoller:
             messages = sqs.receive_message(
                 QueueUrl=self._queue_url,
                 MaxNumberOfMessages=self._batch_size,
-                WaitTimeSeconds=1,
+                WaitTimeSeconds=0,
                 MessageSystemAttributeNames=["All"],
             ).get("Messages", [])
             if not messages:
+                # Lambda's poller long-polls; this one waits on its stop signal instead, so that
+                # stopping a stack does not wait out a receive (a text is still picked up in 0.1 s).
+                self._stop.wait(POLL_S)
                 continue
             arn = sqs.get_queue_attributes(QueueUrl=self._queue_url, AttributeNames=["QueueArn"])["Attributes"]
             records = sqs_event_records(messages, arn["QueueArn"], sqs.meta.region_name)

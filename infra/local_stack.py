@@ -140,6 +140,11 @@ class LocalDynamoDB:
 
     def start(self, timeout_s: float = 30.0, policies: Path | None = None) -> "LocalDynamoDB":
         """`policies`: the template's policies to enforce (infra/local/iam/gate.py gate_settings, as JSON)."""
+        return self.launch(policies).wait_listening(timeout_s)
+
+    def launch(self, policies: Path | None = None) -> "LocalDynamoDB":
+        """Start the process without waiting for it (its import of moto takes a second or so, which
+        the caller may spend on other work before `wait_listening`)."""
         enforce = [] if policies is None else ["--policies", str(policies)]
         enforce += [] if self.flat else ["--moto-as-is"]
         self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
@@ -152,6 +157,11 @@ class LocalDynamoDB:
             # saved from the running server before we stop it. (It ends itself if we die first.)
             start_new_session=True,
         )  # fmt: skip
+        return self
+
+    def wait_listening(self, timeout_s: float = 30.0) -> "LocalDynamoDB":
+        if self._process is None:
+            raise LocalToolError("the local DynamoDB server was not launched")
         try:
             wait_until_listening(self._process, self.host, self.port, timeout_s)
         except RuntimeError as error:
@@ -450,10 +460,15 @@ class LocalStack:
             self.gate = gate_from(settings)
             self.bedrock.gate = self.gate
             self.appconfig.gate = self.gate
-        self.dynamodb.start(policies=policies)
+        self.dynamodb.launch(policies=policies)
+        # While moto's server starts (a second or two), the rest: the in-process servers, and the
+        # gateway's imports if it will serve.
         self.bedrock.start()
         self.twilio.start()
         self.appconfig.start()
+        if self.api_port is not None:
+            import infra.local_gateway  # noqa: F401
+        self.dynamodb.wait_listening()
 
     def state(self) -> StackState:
         """What other tools need to attach to this stack."""

@@ -16,7 +16,8 @@ def test_a_fresh_server_that_never_answers_is_reported_in_seconds(monkeypatch: p
         silent.listen()
         stack = LocalStack()
         stack.dynamodb.port = int(silent.getsockname()[1])
-        monkeypatch.setattr(LocalDynamoDB, "start", lambda self, **_: self)  # "started", but it never answers
+        monkeypatch.setattr(LocalDynamoDB, "launch", lambda self, **_: self)  # "started", but it never answers
+        monkeypatch.setattr(LocalDynamoDB, "wait_listening", lambda self, *_: self)
         started = time.monotonic()
         with pytest.raises(LocalToolError, match=rf"did not answer within {FIRST_ANSWER_TIMEOUT_S:g} s"):
             stack.__enter__()
