@@ -160,7 +160,7 @@ def measure_turn_overhead(samples: int) -> Overhead:
     turns: list[float] = []
     cpu: list[float] = []
     bares: list[float] = []
-    requests: dict[str, int] = {}
+    counts: dict[str, int] = {}
     try:
         for index in range(2):  # warm up clients and imports
             loop.run_until_complete(runner.turn(index))
@@ -177,8 +177,8 @@ def measure_turn_overhead(samples: int) -> Overhead:
             bares.append(bare)
             writes, calls = runner.replayed[-1]
             for name, _ in writes:
-                requests[name] = requests.get(name, 0) + 1
-            requests["ConverseStream"] = requests.get("ConverseStream", 0) + len(calls)
+                counts[name] = counts.get(name, 0) + 1
+            counts["ConverseStream"] = counts.get("ConverseStream", 0) + len(calls)
     finally:
         loop.close()
     return Overhead(
@@ -186,7 +186,7 @@ def measure_turn_overhead(samples: int) -> Overhead:
         statistics.median(turns) * 1000,
         statistics.median(bares) * 1000,
         statistics.median(cpu) * 1000,
-        {name: count / samples for name, count in requests.items()},
+        {name: count / samples for name, count in counts.items()},
     )
 
 
