@@ -35,6 +35,7 @@ from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, 
 from onboarding.turns import TurnService
 
 QUIT_COMMANDS = {"/quit", "/exit"}
+DEFAULT_USER = "local-user"  # also the user the memory console opens on
 CHAT_FUNCTION = "ApiFunction"  # whose turns these are: the terminal stands in for the mobile app
 
 
@@ -91,7 +92,7 @@ def converse(
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--user", default="local-user", help="user id to talk as (default: local-user)")
+    parser.add_argument("--user", default=DEFAULT_USER, help=f"user id to talk as (default: {DEFAULT_USER})")
     parser.add_argument(
         "--script", type=argparse.FileType("r", encoding="utf-8"), help="file of messages, one a line ('-' for stdin)"
     )

@@ -200,6 +200,7 @@ class LocalStack:
         real_model: bool = False,
         enforce_iam: bool = True,
         parameters: Mapping[str, str] | None = None,
+        api_option: str = "--api-port",
     ) -> None:
         """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue;
         `gateway_wrap` wraps the gateway's ASGI app (the memory console, infra/console); `flags_file`
@@ -213,15 +214,16 @@ class LocalStack:
         requests carry its own credentials.
 
         `parameters` override the template's, as `sam deploy --parameter-overrides` does (for example
-        `{"WafRateLimiting": "Disabled"}` for a load test from one client)."""
+        `{"WafRateLimiting": "Disabled"}` for a load test from one client). `api_option` is the option
+        that changes the API's port in the command that starts this stack (a taken port names it)."""
         from infra.bedrock_emulator import BedrockEmulator
         from infra.local.appconfig import AppConfigStandIn, Profile
         from infra.twilio_emulator import TwilioEmulator
 
         fixed = {"dynamodb": dynamodb_port, "bedrock": bedrock_port, "api": api_port, "twilio": twilio_port}
+        options = {**{name: option for name, (_, option) in PORT_OPTIONS.items()}, "api": api_option}
         check_ports(
-            host,
-            [FixedPort(PORT_OPTIONS[name][0], port, PORT_OPTIONS[name][1]) for name, port in fixed.items() if port],
+            host, [FixedPort(PORT_OPTIONS[name][0], port, options[name]) for name, port in fixed.items() if port]
         )
         self.data_file = data_file
         self.table_name = table_name

@@ -23,6 +23,7 @@ from infra.console import meter
 from infra.console.app import create_console_app
 from infra.console.context import ConsoleContext
 from infra.console.recorder import ChatRecorder
+from infra.errors import run_tool
 from infra.local_stack import LocalStack, add_iam_option, free_port
 from infra.terminal import audit_lines_to
 from onboarding.config import Settings
@@ -63,6 +64,7 @@ def local_stack_with_console(
         twilio_port=twilio_port,
         gateway_wrap=console.wrap,
         enforce_iam=enforce_iam,
+        api_option="--port",
     )
     console.stack = stack
     return stack, console
@@ -101,7 +103,8 @@ def _run_local(arguments: argparse.Namespace) -> None:
                 time.sleep(5)
                 stack.save()
         except KeyboardInterrupt:
-            pass
+            pass  # how it is meant to stop; the `with` saves the table and stops the servers
+    print(f"Stopped; the table is saved in {arguments.data_file}.", file=sys.stderr)
 
 
 def _run_aws(arguments: argparse.Namespace) -> None:
@@ -137,4 +140,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tool(main, stopped="Stopped while starting; the data file is as it was."))
