@@ -38,6 +38,8 @@ from infra.local_data import (
     DataLock,
     StackState,
     atomic_write,
+    local_folder,
+    read_items,
     read_state,
     remove_state,
     write_state,
@@ -54,7 +56,7 @@ __all__ = ["LOCAL_AWS_ENVIRONMENT", "LocalDynamoDB", "LocalStack", "end_child", 
 
 TABLE_LOGICAL_ID = "ConversationTable"
 DEFAULT_TABLE_NAME = "onboarding-memory-local"
-DEFAULT_DATA_FILE = Path(".local/dynamodb.jsonl")
+DEFAULT_DATA_FILE = local_folder() / "dynamodb.jsonl"
 IDEMPOTENCY_TABLE_NAME = "onboarding-idempotency-local"
 SMS_QUEUE_NAME = "onboarding-sms-local.fifo"
 SMS_DEAD_LETTER_QUEUE_NAME = "onboarding-sms-dlq-local.fifo"
@@ -585,9 +587,9 @@ class LocalStack:
             self._loaded = True
             return
         client = self._client()
-        lines = [line for line in self.data_file.read_text(encoding="utf-8").splitlines() if line.strip()]
-        for start in range(0, len(lines), 25):
-            requests = [{"PutRequest": {"Item": json.loads(line)}} for line in lines[start : start + 25]]
+        items = read_items(self.data_file)  # all of it first: a damaged file is moved aside, not half loaded
+        for start in range(0, len(items), 25):
+            requests = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
             pending: dict[str, Any] = {self.table_name: requests}
             while pending:
                 pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems", {})

@@ -21,6 +21,7 @@ from infra.benchmark.store_growth import Growth, measure_store_growth
 from infra.benchmark.store_io import measure_turn_costs
 from infra.benchmark.turn_overhead import measure_overhead_runs
 from infra.benchmark.webhook_ack import measure_webhook_ack
+from infra.local_data import local_folder
 from infra.local_stack import LocalDynamoDB, LocalStack
 from infra.terminal import Progress, logs_to
 
@@ -57,7 +58,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out",
         type=Path,
-        default=Path(".local"),
+        default=local_folder(),
         help="where benchmark.md, benchmark.json, the PNG plots and benchmark.log go (default .local/; "
         "--out docs regenerates the committed figures)",
     )

@@ -35,6 +35,7 @@ from infra.benchmark.dynalite import LocalDynalite
 from infra.benchmark.environment import temporary_environment
 from infra.benchmark.stats import percentile
 from infra.benchmark.store_io import seed_history
+from infra.local_data import local_folder
 from infra.local_stack import LOCAL_AWS_ENVIRONMENT
 from infra.template import table_create_request
 from onboarding.composition import build_repositories
@@ -254,7 +255,7 @@ def report(figures: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="few samples and turns (CI)")
-    parser.add_argument("--out", type=Path, default=Path(".local"), help="where context-cache.md and .json go")
+    parser.add_argument("--out", type=Path, default=local_folder(), help="where context-cache.md and .json go")
     args = parser.parse_args(argv)
     figures = run(args.quick)
     text = report(figures)

@@ -24,7 +24,7 @@ from infra.console.app import create_console_app
 from infra.console.context import ConsoleContext
 from infra.console.recorder import ChatRecorder
 from infra.errors import run_tool
-from infra.local_stack import LocalStack, add_iam_option, free_port
+from infra.local_stack import DEFAULT_DATA_FILE, LocalStack, add_iam_option, free_port
 from infra.terminal import audit_lines_to
 from onboarding.config import Settings
 
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=3000, help="the page and the API routes (0: any free port)")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--data-file", type=Path, default=Path(".local/dynamodb.jsonl"))
+    parser.add_argument("--data-file", type=Path, default=DEFAULT_DATA_FILE)
     parser.add_argument("--chunk-delay", type=float, default=0.02, help="seconds between the local model's tokens")
     parser.add_argument("--dynamodb-port", type=int, default=8000)
     parser.add_argument("--bedrock-port", type=int, default=8001)

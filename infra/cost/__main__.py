@@ -32,6 +32,7 @@ from infra.cost.turns import (
     summarize_peer,
 )
 from infra.errors import LocalToolError, run_tool
+from infra.local_data import local_folder
 from infra.local_stack import DEFAULT_TABLE_NAME, IDEMPOTENCY_TABLE_NAME, TABLE_LOGICAL_ID, LocalStack
 from infra.template import function_architecture, function_memory_mb, table_ttl_attribute
 from infra.terminal import Progress, logs_to
@@ -50,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out",
         type=Path,
-        default=Path(".local"),
+        default=local_folder(),
         help="where cost.md, cost.json, cost.png and cost.log go (default .local/; --out docs regenerates the "
         "committed ones)",
     )
