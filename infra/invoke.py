@@ -30,6 +30,7 @@ from infra.lambda_runner import invoke
 from infra.local_stack import DEFAULT_DATA_FILE, SAMPLE_WEBHOOK_URL, add_iam_option
 from infra.shared_stack import stack_for
 from infra.template import function_ids
+from infra.terminal import add_verbose_option, log_file_of, logs_line, quiet_terminal
 
 
 def checked_function(logical_id: str) -> str:
@@ -64,14 +65,17 @@ def main() -> int:
     parser.add_argument("--data-file", type=Path, default=DEFAULT_DATA_FILE, help="local table snapshot")
     parser.add_argument("--aws", action="store_true", help="use real AWS instead of the local stack")
     add_iam_option(parser)
+    add_verbose_option(parser)
     arguments = parser.parse_args()
     function = checked_function(arguments.function)
     event = read_event(arguments.event)
     # The sample events are signed for the sample URL, which the webhook is told instead of its parameter.
     signed_for = {"TWILIO_WEBHOOK_URL": SAMPLE_WEBHOOK_URL, "TWILIO_WEBHOOK_URL_PARAMETER": None}
     local = stack_for(arguments.data_file, "infra.invoke", overrides=signed_for, enforce_iam=not arguments.no_iam)
-    with nullcontext() if arguments.aws else local:
-        print(json.dumps(invoke(function, event), indent=2, ensure_ascii=False))
+    log_file = log_file_of(arguments.data_file, "invoke")
+    with quiet_terminal(log_file, arguments.verbose) as terminal, nullcontext() if arguments.aws else local:
+        print(json.dumps(invoke(function, event), indent=2, ensure_ascii=False), file=terminal)
+    print(logs_line(log_file, arguments.verbose), file=sys.stderr)
     return 0
 
 

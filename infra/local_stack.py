@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,7 @@ from infra.local_data import (
     write_state,
 )
 from infra.ports import FixedPort, NotAnsweringError, check_answers, check_ports, free_port
+from infra.terminal import add_verbose_option, log_file_of, logs_line, quiet_terminal
 
 # The servers, boto3 and the gateway are imported when a stack starts, not with this module: so that
 # `python -m infra.local_stack` checks its ports (and says which one is taken) within a second.
@@ -683,33 +685,39 @@ def main() -> int:
         help="feature flags JSON file (docs/rollout.md); edits apply within FEATURE_FLAGS_MAX_AGE_S",
     )
     add_iam_option(parser)
+    add_verbose_option(parser)
     arguments = parser.parse_args()
     flags_file = None if arguments.flags is None else checked_flags_file(arguments.flags)
     signal.signal(signal.SIGTERM, _interrupt)
     # Also when started in the background of a script, which would have Ctrl-C ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    with LocalStack(
-        arguments.data_file,
-        0.02,
-        dynamodb_port=arguments.dynamodb_port,
-        bedrock_port=arguments.bedrock_port,
-        host=arguments.host,
-        api_port=arguments.api_port,
-        twilio_port=arguments.twilio_port,
-        command="infra.local_stack",
-        flags_file=flags_file,
-        enforce_iam=not arguments.no_iam,
-    ) as stack:
-        print(f"Local stack running. API: {stack.api_url} (OpenAPI at {stack.api_url}/openapi.json;")
-        print("  send `Authorization: Bearer <any user id>`), SMS webhook: POST /sms.")
-        print(f"Data: {arguments.data_file} (saved every 5 s and on exit). infra.chat, infra.invoke, infra.sms and")
-        print("  infra.inspect_prompt use this stack while it runs. Point another process at it with:")
+    with (
+        quiet_terminal(log_file_of(arguments.data_file, "local_stack"), arguments.verbose) as terminal,
+        LocalStack(
+            arguments.data_file,
+            0.02,
+            dynamodb_port=arguments.dynamodb_port,
+            bedrock_port=arguments.bedrock_port,
+            host=arguments.host,
+            api_port=arguments.api_port,
+            twilio_port=arguments.twilio_port,
+            command="infra.local_stack",
+            flags_file=flags_file,
+            enforce_iam=not arguments.no_iam,
+        ) as stack,
+    ):
+        say = partial(print, file=terminal)
+        say(f"Local stack running. API: {stack.api_url} (OpenAPI at {stack.api_url}/openapi.json;")
+        say("  send `Authorization: Bearer <any user id>`), SMS webhook: POST /sms.")
+        say(f"Data: {arguments.data_file} (saved every 5 s and on exit). infra.chat, infra.invoke, infra.sms and")
+        say("  infra.inspect_prompt use this stack while it runs. Point another process at it with:")
         for name, value in stack.environment.items():
-            print(f"  export {name}={value}" if value is not None else f"  unset {name}")
+            say(f"  export {name}={value}" if value is not None else f"  unset {name}")
         if flags_file is not None:
-            print(f"Flags: {flags_file}, served by the local AppConfig (edits apply within FEATURE_FLAGS_MAX_AGE_S).")
-        print(describe_iam(stack.enforce_iam))
-        print("Ctrl-C stops it and saves the table.", flush=True)
+            say(f"Flags: {flags_file}, served by the local AppConfig (edits apply within FEATURE_FLAGS_MAX_AGE_S).")
+        say(describe_iam(stack.enforce_iam))
+        say(logs_line(log_file_of(arguments.data_file, "local_stack"), arguments.verbose))
+        say("Ctrl-C stops it and saves the table.", flush=True)
         try:
             while True:
                 time.sleep(5)

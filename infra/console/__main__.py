@@ -25,7 +25,7 @@ from infra.console.context import ConsoleContext
 from infra.console.recorder import ChatRecorder
 from infra.errors import run_tool
 from infra.local_stack import DEFAULT_DATA_FILE, LocalStack, add_iam_option, free_port
-from infra.terminal import audit_lines_to
+from infra.terminal import add_verbose_option, audit_lines_to, log_file_of, logs_line, quiet_terminal
 from onboarding.config import Settings
 
 
@@ -93,9 +93,11 @@ def _run_local(arguments: argparse.Namespace) -> None:
         twilio_port=arguments.twilio_port,
         enforce_iam=not arguments.no_iam,
     )
-    with stack:
-        print(f"Memory console: {stack.api_url}/console/", flush=True)
-        print(f"(the local stack's API is at {stack.api_url}; Ctrl-C stops it and saves the table)", flush=True)
+    log_file = log_file_of(arguments.data_file, "console")
+    with quiet_terminal(log_file, arguments.verbose) as terminal, stack:
+        print(f"Memory console: {stack.api_url}/console/", file=terminal, flush=True)
+        print(f"(the local stack's API is at {stack.api_url}; Ctrl-C stops it and saves the table)", file=terminal)
+        print(logs_line(log_file, arguments.verbose), file=terminal, flush=True)
         signal.signal(signal.SIGTERM, _interrupt)
         signal.signal(signal.SIGINT, _interrupt)
         try:
@@ -129,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--personal-data", action="store_true", help="with --aws: show texts instead of their lengths")
     parser.add_argument("--openapi", action="store_true", help="print the console's OpenAPI document and exit")
     add_iam_option(parser)
+    add_verbose_option(parser)
     arguments = parser.parse_args(argv)
     if arguments.openapi:
         print(json.dumps(openapi_document(), indent=2, ensure_ascii=False))
