@@ -31,7 +31,7 @@ from infra.local_stack import DEFAULT_DATA_FILE, add_iam_option
 from infra.shared_stack import ToolStack, stack_for
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
-from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, StoreError
+from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, StoreError
 from onboarding.turns import TurnService
 
 QUIT_COMMANDS = {"/quit", "/exit"}
@@ -83,7 +83,7 @@ def converse(
                 continue  # an empty Enter sends nothing
             try:
                 runner.run(_turn(service, user_id, line, out))
-            except (InvalidMessageError, ModelUnavailableError, StoreError) as error:
+            except (InvalidMessageError, ModelUnavailableError, RateLimitedError, StoreError) as error:
                 failures += 1
                 out.write(f"\n[not sent: {error}]\n")
             after_turn()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.bedrock_emulator import memory_talk as talk
+from infra.bedrock_emulator import reading
 from infra.bedrock_emulator.rules import message_text
 
 _FIELD_LINE = re.compile(r"^- (?P<key>[a-z_]+): (?P<question>.+\?)\s*$")
@@ -44,36 +45,6 @@ _FACT_PATTERNS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
 
 SUMMARY_PROMPT_PREFIX = "You keep a running summary"
 _SUMMARY_NONE = "(none)"
-# A Client line made only of these words (3 words at most) is an acknowledgement, not a fact.
-# Yes/no are left out on purpose: "no" to "Any injuries?" is an answer worth keeping.
-_ACKNOWLEDGEMENTS = frozenset(
-    {
-        "ok",
-        "okay",
-        "k",
-        "kk",
-        "thanks",
-        "thank",
-        "you",
-        "thx",
-        "ty",
-        "cheers",
-        "cool",
-        "great",
-        "nice",
-        "sure",
-        "alright",
-        "got",
-        "it",
-        "sounds",
-        "good",
-        "perfect",
-        "awesome",
-        "fine",
-        "right",
-    }
-)
-_ACK_MAX_WORDS = 3
 
 
 @dataclass(frozen=True)
@@ -148,7 +119,7 @@ def coach_reply(
     `descriptions` are the items the correction tool lists (for answers from the saved plan)."""
     fields = _fields(system)
     known = set(_known_values(system)) | saved
-    step = _step_title(system)
+    _step_title(system)
     answers: dict[str, str] = {}
     for index, turn in enumerate(conversation[:-1]):
         following = conversation[index + 1]
@@ -167,14 +138,14 @@ def coach_reply(
     parts: list[str] = []
     first = not any(turn.role == "assistant" for turn in conversation)
     returning = first and talk.is_returning(system)
-    if returning:  # a new conversation after earlier ones: greet by name, recap, go on
-        parts += [talk.greeting(system), talk.recap(system)]
-    elif first:
-        parts.append(f"Hi, I'm your coach! Let's start with your {step.lower()}.")
-    elif last.role == "user":
-        parts.append(f"Thanks, noted: “{_quote(last.text)}”.")
+    if first:  # the introduction, or a greeting by what is true
+        done = talk.is_complete(system)
+        return talk.with_name(system, talk.opening(system, _open_question_or_done(system, known), done))
+    if last.role == "user":
         if talk.RECAP_REQUEST.search(said):
             parts.append(talk.recap(system))
+        elif not (_is_question(said) or reading.is_request(said) or reading.is_greeting(said)):
+            parts.append(f"Thanks, noted: “{_quote(last.text)}”.")
     if len(answers) > 1:
         parts.append(
             "So far: "
@@ -333,22 +304,23 @@ def _result_payloads(message: Mapping[str, Any]) -> list[tuple[str, dict[str, An
     return payloads
 
 
-def _recap(system: str, messages: Sequence[Mapping[str, Any]]) -> str:
-    values = {
-        key: value
-        for key, value in _known_values(system).items()
-        # Parenthesized notes (a field the client could not answer) are not facts to recap.
-        if not value.startswith("(")
-    }
-    values.update(_saved_values(messages))
-    if not values:
-        return "Recap: nothing recorded yet."
-    return "Recap: " + "; ".join(f"{key.replace('_', ' ')}: {_quote(value)}" for key, value in values.items()) + "."
-
-
 def _last_said(messages: Sequence[Mapping[str, Any]]) -> str:
     """The client's last words (tool results are user messages without text)."""
-    return next((text for m in reversed(messages) if m.get("role") == "user" and (text := message_text(m))), "")
+    return next((text for m in reversed(messages) if m.get("role") == "user" and (text := _said_now(m))), "")
+
+
+def _said_now(message: Mapping[str, Any]) -> str:
+    """The newest text of a user message. The app merges messages that got no answer (a reply cut
+    short by Ctrl-C) into the next user message as separate text blocks; each is a message of its
+    own, never glued to the next ("vegetarian" + "Hi" is not "vegetarian Hi")."""
+    texts = [str(block["text"]) for block in message.get("content", []) if "text" in block]
+    return texts[-1].strip() if texts else ""
+
+
+def _unanswered(message: Mapping[str, Any]) -> list[str]:
+    """The earlier text blocks of the last user message: messages the coach never answered."""
+    texts = [str(block["text"]).strip() for block in message.get("content", []) if "text" in block]
+    return [text for text in texts[:-1] if text]
 
 
 def _tool_outcomes(payloads: list[tuple[str, dict[str, Any]]]) -> list[str]:
@@ -365,44 +337,74 @@ def _tool_outcomes(payloads: list[tuple[str, dict[str, Any]]]) -> list[str]:
     return parts
 
 
+def _acknowledgement(calls: Mapping[str, Mapping[str, Any]], payloads: list[tuple[str, dict[str, Any]]]) -> str:
+    """One sentence for what this turn's tools kept: the answers saved, a name, a fact."""
+    saved: list[str] = []
+    said: list[str] = []
+    facts = False
+    for tool_use_id, payload in payloads:
+        call = calls.get(tool_use_id)
+        given = call.get("input") if call is not None else None
+        if call is None or not isinstance(given, Mapping) or "error" in payload:
+            continue
+        name = str(call.get("name", ""))
+        if name.startswith("save_"):
+            saved += [
+                f"{key.replace('_', ' ')}: “{_quote(str(value))}”"
+                for key, value in given.items()
+                if key != "step_complete" and isinstance(value, str)
+            ]
+        elif name == "remember_fact" and given.get("kind") in ("name", "preferred_name"):
+            said.append(f"Nice to meet you, {given.get('value')}!")
+        elif name == "remember_fact":
+            facts = True
+    if saved:
+        said.append(f"Noted your {'; '.join(saved)}.")
+    elif facts:
+        said.append("Thanks for telling me, I'll remember that.")
+    return " ".join(said)
+
+
 def _after_tool_results(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools) -> CoachReply:
-    """The reply once the tools answered. `system` is the prompt rebuilt after the tools ran, so
-    a name just given is already in it."""
+    """The reply once the tools answered: one acknowledgement, what a correction or a look-up
+    found, then what comes next. `system` is the prompt rebuilt after the tools ran, so a name just
+    given and an answer just saved are already in it."""
     payloads = _result_payloads(messages[-1])
+    calls = {str(use.get("toolUseId")): use for use in _tool_uses(messages[-2])} if len(messages) >= 2 else {}
+    parts = [part for part in [_acknowledgement(calls, payloads), *_tool_outcomes(payloads)] if part]
+    saved = _saved_values(messages)  # in the rebuilt prompt too; said here for a prompt that is not
     if any(payload.get("onboarding_complete") is True for _, payload in payloads):
-        done = f"That's everything — your onboarding is complete! {_recap(system, messages)}"
-        return CoachReply(talk.with_name(system, done))
-    parts = _tool_outcomes(payloads)
+        recap = talk.recap(system, {key.replace("_", " "): value for key, value in saved.items()})
+        parts.append(f"That's everything — your onboarding is complete! {recap}")
+        return CoachReply(talk.with_name(system, " ".join(parts)))
     next_question = next(
         (p["next_question"] for _, p in payloads if isinstance(p.get("next_question"), str) and p["next_question"]),
         None,
     )
-    if next_question is not None:
-        return CoachReply(talk.with_name(system, " ".join([*parts, f"Great, that step is done. {next_question}"])))
-    calls = {str(use.get("toolUseId")): use for use in _tool_uses(messages[-2])} if len(messages) >= 2 else {}
     questions = _questions(system, tools)
-    for tool_use_id, _ in payloads:
-        call = calls.get(tool_use_id)
-        if call is not None and call.get("name") == "ask_for" and isinstance(call.get("input"), Mapping):
-            asked = str(call["input"].get("field", ""))
-            question = questions.get(asked, asked.replace("_", " "))
-            return CoachReply(talk.with_name(system, f"No problem — when you know, just tell me: {question}"))
-    values = {**_known_values(system), **_saved_values(messages)}
-    if not parts:
-        # Quote what this step knows so far, so memory is visible in the conversation itself.
-        so_far = [f"{key.replace('_', ' ')}: “{_quote(values[key])}”" for key, _ in _fields(system) if key in values]
-        parts.append(f"Got it, thanks.{f' So far: {chr(59).join(so_far)}.' if len(so_far) > 1 else ''}")
-    if talk.is_complete(system) and not _tool_outcomes(payloads):
-        said = _last_said(messages)
-        parts.append(talk.plan_reply(said, system, tools.items, _is_question(said)))
+    asked_for = [
+        str(call["input"].get("field", ""))
+        for call in calls.values()
+        if call.get("name") == "ask_for" and isinstance(call.get("input"), Mapping)
+    ]
+    if next_question is not None:
+        parts.append(f"That step is done. {next_question}")
+    elif asked_for:
+        question = questions.get(asked_for[0], asked_for[0].replace("_", " "))
+        parts.append(f"No problem — when you know, just tell me: {question}")
+    elif talk.is_complete(system):
+        if not _tool_outcomes(payloads):
+            said = _last_said(messages)
+            parts.append(talk.plan_reply(said, system, tools.items, _is_question(said)))
     else:
-        parts.append(_open_question_or_done(system, set(values)))
+        parts.append(_open_question_or_done(system, set(_known_values(system)) | set(saved)))
     return CoachReply(talk.with_name(system, " ".join(parts)))
 
 
 def _memory_calls(system: str, text: str, tools: _Tools) -> list[tuple[str, dict[str, Any]]]:
-    """A question about how an answer changed looks it up; a message that changes an earlier
-    answer corrects it. Which answer: the one the message shares most words with."""
+    """A question about how an answer changed looks it up; a message that changes a known answer
+    corrects it: the item whose answers look like the message (else the one it shares most words
+    with), and in a compound answer only the part the message gives."""
     known = talk.known_items(system)
     if _is_question(text):
         if tools.has_history and talk.HISTORY_REQUEST.search(text):
@@ -410,9 +412,90 @@ def _memory_calls(system: str, text: str, tools: _Tools) -> list[tuple[str, dict
             return [("answer_history", {"item": about[0]})] if about else []
         return []
     if tools.has_correct and talk.CORRECTION.search(text):
-        about = [item for item in talk.items_about(text, known, tools.items) if item in known]
-        return [("correct_answer", {"item": about[0], "value": text})] if about else []
+        item = reading.best_known_item(text, known) or next(
+            (i for i in talk.items_about(text, known, tools.items) if i in known), None
+        )
+        if item is not None:
+            value = reading.corrected_value(item.split(".", 1)[-1], known[item], text)
+            return [("correct_answer", {"item": item, "value": value})]
     return []
+
+
+def _not_an_answer(text: str) -> bool:
+    return (
+        not text
+        or _is_question(text)
+        or reading.is_request(text)
+        or reading.is_greeting(text)
+        or reading.says_nothing(text)
+        or talk.SIDE_REMARK.search(text) is not None
+        or reading.is_acknowledgement(text)
+    )
+
+
+def _filed_under(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools, answer: str) -> str | None:
+    """The open item of this step `answer` answers: the one just asked when it fits; else another
+    open item whose answers look like it (an answer given out of order); else the asked one when
+    any message answers it (an open question); else none."""
+    questions = _questions(system, tools)
+    known = set(_known_values(system)) | set(_saved_values(messages))
+    open_items = [key for key, _ in _fields(system) if key not in known]
+    asked = _answered_field(system, messages, questions)
+    if asked is not None and reading.fits(asked, answer):
+        return asked
+    others = [key for key in open_items if key != asked]
+    strict = [key for key in reading.items_it_answers(answer, others) if reading.SHAPES[key].strict]
+    if strict:
+        return strict[0]
+    if asked is not None and reading.plausible(asked, questions.get(asked, ""), answer):
+        return asked
+    loose = reading.items_it_answers(answer, others)
+    return loose[0] if loose else None
+
+
+def _answer_calls(
+    system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools, answer: str
+) -> list[tuple[str, dict[str, Any]]]:
+    asked = _answered_field(system, messages, _questions(system, tools))
+    if _EVASIVE.search(answer):  # puts the question off: wait for that item; it answers nothing
+        return [("ask_for", {"field": asked})] if asked is not None and tools.has_ask_for else []
+    field = _filed_under(system, messages, tools, answer)
+    if field is None:
+        return []
+    save_tool = tools.save_tool_for(field)
+    if save_tool is None:
+        return []
+    known = set(_known_values(system)) | set(_saved_values(messages)) | {field}
+    return [(save_tool.name, {field: answer, "step_complete": all(key in known for key in save_tool.fields)})]
+
+
+def _in_words(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools, said: str) -> str:
+    """A reply that needs no tool: a greeting, a question or request, a recap, or a message that
+    answers nothing asked; each says so plainly and asks the open question again."""
+    first = not any(message.get("role") == "assistant" for message in messages)
+    known = set(_known_values(system)) | set(_saved_values(messages))
+    questions = _questions(system, tools)
+    asked = _answered_field(system, messages, questions)
+    # The question just asked, again, while it is open; else the first open one.
+    next_up = questions[asked] if asked in questions and asked not in known else _open_question_or_done(system, known)
+    complete = talk.is_complete(system)
+    if first and (reading.is_greeting(said) or talk.is_returning(system)):
+        return talk.with_name(system, talk.opening(system, next_up, complete))
+    if talk.RECAP_REQUEST.search(said):
+        return talk.with_name(system, f"{talk.recap(system)} {'' if complete else next_up}".strip())
+    if complete:
+        return talk.with_name(system, talk.plan_reply(said, system, tools.items, _is_question(said)))
+    label = asked.replace("_", " ") if asked else "answer"
+    if reading.is_greeting(said) or reading.says_nothing(said) or reading.is_acknowledgement(said):
+        name = talk.address_as(system)
+        lead = (f"Hi again, {name}!" if name else "Hi again!") if reading.is_greeting(said) else "Great."
+    elif _is_question(said) or reading.is_request(said):
+        lead = "Good question — here I can only help with your onboarding, so let's keep going."
+    elif reading.is_yes_or_no(said):
+        lead = f"I need a little more than “{_quote(said)}” for your {label}."
+    else:
+        lead = f"Sorry, that doesn't sound like your {label}."
+    return talk.with_name(system, f"{lead} {next_up}")
 
 
 def _tool_turn(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools) -> CoachReply:
@@ -424,45 +507,39 @@ def _tool_turn(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools
     if any("toolResult" in block for block in last.get("content", [])):
         # Answering tool results: text only, as the app expects before the client's next message.
         return _after_tool_results(system, messages, tools)
-    text = message_text(last).strip()
-    saved = _saved_values(messages)
-    if talk.RECAP_REQUEST.search(text):
-        return CoachReply(coach_reply(system, conversation, frozenset(saved), tools.items))
+    text = _said_now(last)
     planned = _memory_calls(system, text, tools)
     # A name given ("call me Sam") is a fact about the client, never the answer to the question
-    # asked; nor is an aside ("By the way, ...") or a bare "ok".
+    # asked; nor is a greeting, a question, a request, an aside or a bare "ok".
     answer = talk.without_name_statements(text)
-    is_answer = bool(answer) and not (
-        planned or _is_question(text) or talk.SIDE_REMARK.search(text) or _is_acknowledgement(answer)
-    )
-    answered = _answered_field(system, messages, _questions(system, tools)) if is_answer else None
-    if answered is not None:
-        save_tool = tools.save_tool_for(answered)
-        if _EVASIVE.search(answer) and tools.has_ask_for:
-            planned.append(("ask_for", {"field": answered}))
-        elif save_tool is not None:
-            known = set(_known_values(system)) | set(saved) | {answered}
-            complete = all(key in known for key in save_tool.fields)
-            planned.append((save_tool.name, {answered: answer, "step_complete": complete}))
-    planned += _facts(text, tools, other=not planned and not _is_question(text))
+    if not planned and not talk.RECAP_REQUEST.search(text) and not talk.is_complete(system):
+        # A message the coach never answered (cut short) is read as the answer it may be, first.
+        for earlier in _unanswered(last):
+            if not _not_an_answer(earlier) and not planned:
+                planned += _answer_calls(system, messages, tools, earlier)
+        if not _not_an_answer(answer) and not any(name.startswith("save_") for name, _ in planned):
+            planned += _answer_calls(system, messages, tools, answer)
+    planned += _facts(text, tools, other=not planned and not _not_an_answer(answer) and not talk.is_complete(system))
+    filed = None if _not_an_answer(answer) or _EVASIVE.search(answer) else _filed_under(system, messages, tools, answer)
+    if not planned and filed is not None:
+        # An answer with no tool to save it (a request that offers none): the text-only coach.
+        return CoachReply(coach_reply(system, conversation, frozenset(_saved_values(messages)), tools.items))
     if not planned:
-        return CoachReply(coach_reply(system, conversation, frozenset(saved), tools.items))
+        return CoachReply(_in_words(system, messages, tools, text))
     calls = tuple(
         ToolCall(_tool_use_id(messages, position, name), name, call_input)
         for position, (name, call_input) in enumerate(planned)
     )
-    return CoachReply(talk.with_name(system, f"Thanks, noted: “{_quote(text)}”."), calls)
+    return CoachReply("", calls)  # the words come once, after the tools answered
 
 
 def _is_question(text: str) -> bool:
     """A client message that asks something back ("Is coffee okay?") is not an answer."""
-    return text.rstrip().endswith("?")
+    return reading.is_question(text)
 
 
 def _is_acknowledgement(text: str) -> bool:
-    words = [word.strip(".,!?;:'\"“”‘’()").lower() for word in text.split()]
-    words = [word for word in words if word]
-    return len(words) <= _ACK_MAX_WORDS and all(word in _ACKNOWLEDGEMENTS for word in words)
+    return reading.is_acknowledgement(text)
 
 
 def summarize(request_text: str) -> str:
