@@ -479,7 +479,7 @@ def _in_words(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools,
     # The question just asked, again, while it is open; else the first open one.
     next_up = questions[asked] if asked in questions and asked not in known else _open_question_or_done(system, known)
     complete = talk.is_complete(system)
-    if first and (reading.is_greeting(said) or talk.is_returning(system)):
+    if first and not talk.RECAP_REQUEST.search(said):
         return talk.with_name(system, talk.opening(system, next_up, complete))
     if talk.RECAP_REQUEST.search(said):
         return talk.with_name(system, f"{talk.recap(system)} {'' if complete else next_up}".strip())
