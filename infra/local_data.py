@@ -67,12 +67,14 @@ def _damaged(data_file: Path, what: str) -> DamagedDataFileError:
 def local_folder() -> Path:
     """The repository's `.local/` (what the tools keep: the data file, logs, reports): written as
     `.local` when the command runs from the repository's root, as the README shows it; the same
-    folder, in full, from anywhere else, so a tool run from a subfolder finds the same memory."""
+    folder, in full, from a subfolder, so a tool run there finds the same memory. Run from outside
+    the repository (with the tools on the path), `.local` of the folder it runs in."""
     try:
-        in_root = Path.cwd().resolve() == REPO_ROOT
+        here = Path.cwd().resolve()
     except OSError:  # the working directory was removed
-        in_root = False
-    return Path(".local") if in_root else REPO_ROOT / ".local"
+        return REPO_ROOT / ".local"
+    inside = here != REPO_ROOT and here.is_relative_to(REPO_ROOT)
+    return REPO_ROOT / ".local" if inside else Path(".local")
 
 
 def lock_path(data_file: Path) -> Path:

@@ -222,7 +222,9 @@ def test_the_memory_panel_shows_each_answer_plainly_and_fits_1280_px(browser: We
         for raw in ("{'value'", "mappingproxy", "said_in", "'previous'"):
             assert raw not in panel
         cost = text_of(browser, "fig-cost")
-        assert cost.startswith("$") and "issue" not in cost, cost
+        assert cost.startswith("$"), cost
+        assert "issue" not in cost, cost
+        assert "issue" not in cost, cost
         # Nothing hidden behind a scroll bar: the page, and each panel, no wider than its box.
         widths = browser.execute_script(
             "return [document.documentElement.scrollWidth, document.documentElement.clientWidth,"

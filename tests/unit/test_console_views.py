@@ -227,4 +227,5 @@ def test_an_answer_reads_as_its_value_with_its_time_and_earlier_values(
     assert [(e.value, e.said_at, e.replaced_at) for e in body.earlier] == [("85 kg", T0, T1)]
     hidden = memory_view(store, "u", personal=False)
     assert "85 kg" not in hidden.model_dump_json()
-    assert "mappingproxy" not in view.model_dump_json() and "'value'" not in view.model_dump_json()
+    assert "mappingproxy" not in view.model_dump_json()
+    assert "'value'" not in view.model_dump_json()
