@@ -74,6 +74,9 @@ def provenances(messages: list[Message], show: Show) -> dict[tuple[str, str], Pr
             elif call.name == "correct_answer":
                 step_name, _, key = str(args.get("item", "")).partition(".")
                 found[(step_name, key)] = origin
+                corrected = next((s for s in ONBOARDING_ORDER if s.value == step_name), None)
+                if corrected is not None and (mirrored := PROFILE_MIRROR.get((corrected, key))) is not None:
+                    found[("profile", mirrored)] = origin  # the profile's copy changed with it
             elif call.name == "remember_fact":
                 kind, value = str(args.get("kind", "")), str(args.get("value", ""))
                 found[("other", " ".join(value.split())) if kind == "other" else ("profile", kind)] = origin

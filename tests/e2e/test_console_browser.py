@@ -217,7 +217,12 @@ def test_the_memory_panel_shows_each_answer_plainly_and_fits_1280_px(browser: We
             corrected,
         ), corrected
         profile = text_of(browser, "profile")
-        assert re.fullmatch(rf"name: Ana\nsaid {CLOCK} in “Hi! My name is Ana”", profile), profile
+        # A profile fact, and the profile's copy of the level, each from the message that said it.
+        assert re.fullmatch(
+            rf"name: Ana\nsaid {CLOCK} in “Hi! My name is Ana”\n"
+            rf"level: intermediate\nsaid {CLOCK} in “actually I'm intermediate now”",
+            profile,
+        ), profile
         panel = text_of(browser, "memory-panel")
         for raw in ("{'value'", "mappingproxy", "said_in", "'previous'"):
             assert raw not in panel

@@ -252,9 +252,10 @@ def test_the_coach_remembers_across_restarts(tmp_path: Path) -> None:
     first = _chat(data_file, "Hi\nAdvanced\n", "--script", "-")
     assert first.count("coach> ") == 2
     assert first.rstrip().endswith(QUESTIONS[1])
-    # A new process, the same data file: the coach quotes what it was told and asks the next thing.
-    second = _chat(data_file, "I row 3 times a week\n", "--script", "-")
-    assert "“Advanced”" in second
+    # A new process, the same data file: the coach asks the next thing and recaps what it was told.
+    second = _chat(data_file, "I row 3 times a week\nwhat do you know about me?\n", "--script", "-")
+    assert QUESTIONS[0] not in second
+    assert "fitness level: Advanced; current activity: I row 3 times a week" in second
     assert second.rstrip().endswith(QUESTIONS[2])
 
 
