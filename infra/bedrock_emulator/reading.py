@@ -52,10 +52,10 @@ SHAPES: dict[str, ItemShape] = {
     ),
     "target": _shape(r"\d|\b(?:bodyweight|pull-?ups?|push-?ups?|marathon|size)\b", False),
     "timeline": _shape(
-        r"\b(?:by|within|before|until|in \d+|in (?:a|one|two|three|four|five|six|a few) \w+)\b|"
-        r"\b(?:weeks?|months?|years?|summer|winter|spring|autumn|"
-        r"christmas|birthday|january|february|march|april|may|june|july|august|september|october|"
-        r"november|december|asap)\b",
+        r"\b(?:by|within|before|until|in (?:\d+|a|one|two|three|four|five|six|a few) \w+)\b|"
+        r"\b\d+\s*(?:weeks?|months?|years?)\b|\b(?:summer|winter|spring|autumn|christmas|birthday|"
+        r"january|february|march|april|may|june|july|august|september|october|november|december|asap|"
+        r"next (?:week|month|year))\b",
         True,
     ),
     "motivation": _shape(r"\b(?:because|so (?:that|i)|want|wedding|kids|health|doctor|feel|confiden\w*)\b", False),
@@ -236,4 +236,10 @@ def best_known_item(said: str, known: Mapping[str, str]) -> str | None:
         return next(item for item in known if item.endswith(".age_and_body"))
     strict = [item for item in matches if SHAPES[item.split(".", 1)[-1]].strict]
     found = strict or matches
-    return found[0] if found else None
+    # The most specific match wins: "4 days a week" is a number of days, not a "week" to a timeline.
+    return max(found, key=lambda item: _match_length(item, said), default=None)
+
+
+def _match_length(item: str, said: str) -> int:
+    match = SHAPES[item.split(".", 1)[-1]].pattern.search(said)
+    return len(match.group(0)) if match else 0

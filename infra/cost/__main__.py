@@ -247,7 +247,8 @@ def _print(console: TextIO, measured: list[Any], comparisons: list[Comparison], 
         )
 
 
-LINE_WIDTH = max(len(line) for line in (*LINES, "total")) + 2
+TABLE_HEADER = "per 1,000 turns, at history"
+LINE_WIDTH = max(len(line) for line in (*LINES, "total", TABLE_HEADER)) + 2
 HISTORY_WIDTH = 11
 
 

@@ -51,5 +51,6 @@ def test_the_dollar_table_names_every_line_whole_within_100_columns() -> None:
     for line in (*LINES, "total"):
         assert any(row.startswith(line + " ") for row in rows), line  # the whole name
     assert rows[0].split()[-6:] == ["20", "1,000", "10,000", "100,000", "200,000", "500,000"]
+    assert len({len(row) for row in rows}) == 1  # the columns line up under their history
     total = next(row for row in rows if row.startswith("total"))
     assert float(total.split()[1]) == pytest.approx(comparisons[0].total, abs=1e-4)
