@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import REPO, run, running_stack
+from tests.support.processes import REPO, read_until, run, running_stack
 
 pytestmark = pytest.mark.e2e
 
@@ -149,3 +149,23 @@ def test_a_benchmark_that_needs_node_says_so_before_it_starts(module: str, tmp_p
     assert "--quick" in line
     assert time.monotonic() - started < 30  # before any measurement, not after half an hour
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_ctrl_c_stops_the_console_and_says_what_it_saved(tmp_path: Path) -> None:
+    """The console printed nothing on Ctrl-C, where `infra.local_stack` says what it saved."""
+    data_file = tmp_path / "console.jsonl"
+    process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "infra.console", "--data-file", str(data_file), "--port", "0", *console_ports()],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    try:
+        banner = read_until(process, b"Logs: ").decode()
+        assert "Memory console: http://127.0.0.1:" in banner
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr.decode()[-2000:]
+    assert stderr.decode().strip().splitlines()[-1] == f"Stopped; the table is saved in {data_file}."
+    assert data_file.exists()
