@@ -204,7 +204,8 @@ def test_the_memory_panel_shows_each_answer_plainly_and_fits_1280_px(browser: We
         switch(browser, user)
         send(browser, "Hi! My name is Ana")
         send(browser, "beginner")
-        send(browser, "I run twice a week")
+        # A long word (a pasted link) must wrap inside its column, not push the panel wider.
+        send(browser, "I run twice a week: strava.com/athletes/" + "0123456789abcdef" * 8)
         assert re.fullmatch(
             rf"fitness level\nbeginner\nsaid {CLOCK} in “beginner”",
             row_text(browser, "fitness_assessment", "fitness_level"),
