@@ -31,10 +31,11 @@ from infra.local_stack import DEFAULT_DATA_FILE, add_iam_option
 from infra.shared_stack import ToolStack, stack_for
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
-from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, StoreError
+from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, StoreError
 from onboarding.turns import TurnService
 
 QUIT_COMMANDS = {"/quit", "/exit"}
+DEFAULT_USER = "local-user"  # also the user the memory console opens on
 CHAT_FUNCTION = "ApiFunction"  # whose turns these are: the terminal stands in for the mobile app
 
 
@@ -82,7 +83,7 @@ def converse(
                 continue  # an empty Enter sends nothing
             try:
                 runner.run(_turn(service, user_id, line, out))
-            except (InvalidMessageError, ModelUnavailableError, StoreError) as error:
+            except (InvalidMessageError, ModelUnavailableError, RateLimitedError, StoreError) as error:
                 failures += 1
                 out.write(f"\n[not sent: {error}]\n")
             after_turn()
@@ -91,7 +92,7 @@ def converse(
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--user", default="local-user", help="user id to talk as (default: local-user)")
+    parser.add_argument("--user", default=DEFAULT_USER, help=f"user id to talk as (default: {DEFAULT_USER})")
     parser.add_argument(
         "--script", type=argparse.FileType("r", encoding="utf-8"), help="file of messages, one a line ('-' for stdin)"
     )

@@ -36,6 +36,7 @@ import httpx
 
 from infra.bedrock_emulator.server import RecordedRequest
 from infra.benchmark.stats import percentile
+from infra.local_data import local_folder
 from infra.local_stack import LocalStack
 from infra.terminal import Progress, logs_to
 from infra.twilio_emulator import post_signed_text
@@ -411,7 +412,7 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="one small-talk turn per answer (CI)")
     parser.add_argument(
-        "--out", type=Path, default=Path(".local"), help="where fidelity.md, .png, .json and .log go (default .local/)"
+        "--out", type=Path, default=local_folder(), help="where fidelity.md, .png, .json and .log go (default .local/)"
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="print the log lines instead of writing them")
     return parser

@@ -21,11 +21,60 @@ from typing import IO, Any
 from infra.errors import LocalToolError
 from infra.ports import NotAnsweringError, check_answers
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
 STATE_WAIT_S = 10.0  # how long a stack that holds the lock may take to publish its state (its start-up)
 
 
 class DataFileInUseError(LocalToolError):
     pass
+
+
+class DamagedDataFileError(LocalToolError):
+    """The data file holds a line that is not a table item: it was moved aside, unchanged."""
+
+
+def read_items(data_file: Path) -> list[dict[str, Any]]:
+    """The items of `data_file` (one DynamoDB-JSON item a line), [] when it does not exist. A line
+    that is not an item moves the whole file aside (`<name>.damaged-<time>`), so the next start
+    begins empty instead of failing again, and nothing of it is lost: DamagedDataFileError says
+    where it went and how to get it back."""
+    if not data_file.exists():
+        return []
+    items: list[dict[str, Any]] = []
+    for number, line in enumerate(data_file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as error:
+            raise _damaged(data_file, f"line {number} is not JSON: {error.args[0].split(':')[0]}") from None
+        if not isinstance(item, dict) or not all(isinstance(value, dict) for value in item.values()):
+            raise _damaged(data_file, f"line {number} is not a DynamoDB item")
+        items.append(item)
+    return items
+
+
+def _damaged(data_file: Path, what: str) -> DamagedDataFileError:
+    aside = data_file.with_name(f"{data_file.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    os.replace(data_file, aside)
+    return DamagedDataFileError(
+        f"{data_file} is damaged ({what}); it was moved to {aside} and nothing was loaded. "
+        f"Run the command again to start with an empty table, or fix that line and "
+        f"`mv {aside} {data_file}` to recover the rest"
+    )
+
+
+def local_folder() -> Path:
+    """The repository's `.local/` (what the tools keep: the data file, logs, reports): written as
+    `.local` when the command runs from the repository's root, as the README shows it; the same
+    folder, in full, from a subfolder, so a tool run there finds the same memory. Run from outside
+    the repository (with the tools on the path), `.local` of the folder it runs in."""
+    try:
+        here = Path.cwd().resolve()
+    except OSError:  # the working directory was removed
+        return REPO_ROOT / ".local"
+    inside = here != REPO_ROOT and here.is_relative_to(REPO_ROOT)
+    return REPO_ROOT / ".local" if inside else Path(".local")
 
 
 def lock_path(data_file: Path) -> Path:

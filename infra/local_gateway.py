@@ -16,6 +16,7 @@ import asyncio
 import base64
 import json
 import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from infra.lambda_runner import asgi_app, invoke, log_as
 from infra.local.iam.identity import acting_as
 from infra.local.waf import LocalWaf
 from infra.template import load_template, web_adapter_app
+from infra.terminal import say
 from infra.web_adapter import REQUEST_CONTEXT_HEADER
 
 Scope = dict[str, Any]
@@ -137,6 +139,24 @@ class GatewayApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
+        if (scope["method"], scope["path"]) not in self._routes:  # the docs page, its assets, a 403
+            await self._handle(scope, receive, send)
+            return
+        # One line on the tool's terminal for each request to a route (the JSON logs go to a file).
+        started, status = time.perf_counter(), [0]
+
+        async def watched(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = int(message["status"])
+            await send(message)
+
+        try:
+            await self._handle(scope, receive, watched)
+        finally:
+            took = (time.perf_counter() - started) * 1000
+            say(f"{scope['method']} {scope['path']} -> {status[0] or 'no answer'} ({took:.0f} ms)")
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
         if path == DOCS_PATH and method == "GET":
             await _respond(send, 200, docs_page(), "text/html; charset=utf-8")
@@ -291,6 +311,8 @@ class QueuePoller:
             for record in records:
                 if record["messageId"] not in failed:
                     sqs.delete_message(QueueUrl=self._queue_url, ReceiptHandle=record["receiptHandle"])
+            handled = len(records) - len(failed)
+            say(f"SMS queue -> {self._logical_id}: {handled} of {len(records)} text(s) handled")
 
 
 def queue_subscribers(queue_logical_id: str) -> list[str]:

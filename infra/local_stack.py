@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -38,11 +39,14 @@ from infra.local_data import (
     DataLock,
     StackState,
     atomic_write,
+    local_folder,
+    read_items,
     read_state,
     remove_state,
     write_state,
 )
 from infra.ports import FixedPort, NotAnsweringError, check_answers, check_ports, free_port
+from infra.terminal import add_verbose_option, log_file_of, logs_line, quiet_terminal
 
 # The servers, boto3 and the gateway are imported when a stack starts, not with this module: so that
 # `python -m infra.local_stack` checks its ports (and says which one is taken) within a second.
@@ -54,7 +58,7 @@ __all__ = ["LOCAL_AWS_ENVIRONMENT", "LocalDynamoDB", "LocalStack", "end_child", 
 
 TABLE_LOGICAL_ID = "ConversationTable"
 DEFAULT_TABLE_NAME = "onboarding-memory-local"
-DEFAULT_DATA_FILE = Path(".local/dynamodb.jsonl")
+DEFAULT_DATA_FILE = local_folder() / "dynamodb.jsonl"
 IDEMPOTENCY_TABLE_NAME = "onboarding-idempotency-local"
 SMS_QUEUE_NAME = "onboarding-sms-local.fifo"
 SMS_DEAD_LETTER_QUEUE_NAME = "onboarding-sms-dlq-local.fifo"
@@ -210,6 +214,7 @@ class LocalStack:
         real_model: bool = False,
         enforce_iam: bool = True,
         parameters: Mapping[str, str] | None = None,
+        api_option: str = "--api-port",
     ) -> None:
         """`api_port` (0 for any free port) also serves the template's API routes and polls the SMS queue;
         `gateway_wrap` wraps the gateway's ASGI app (the memory console, infra/console); `flags_file`
@@ -223,15 +228,16 @@ class LocalStack:
         requests carry its own credentials.
 
         `parameters` override the template's, as `sam deploy --parameter-overrides` does (for example
-        `{"WafRateLimiting": "Disabled"}` for a load test from one client)."""
+        `{"WafRateLimiting": "Disabled"}` for a load test from one client). `api_option` is the option
+        that changes the API's port in the command that starts this stack (a taken port names it)."""
         from infra.bedrock_emulator import BedrockEmulator
         from infra.local.appconfig import AppConfigStandIn, Profile
         from infra.twilio_emulator import TwilioEmulator
 
         fixed = {"dynamodb": dynamodb_port, "bedrock": bedrock_port, "api": api_port, "twilio": twilio_port}
+        options = {**{name: option for name, (_, option) in PORT_OPTIONS.items()}, "api": api_option}
         check_ports(
-            host,
-            [FixedPort(PORT_OPTIONS[name][0], port, PORT_OPTIONS[name][1]) for name, port in fixed.items() if port],
+            host, [FixedPort(PORT_OPTIONS[name][0], port, options[name]) for name, port in fixed.items() if port]
         )
         self.data_file = data_file
         self.table_name = table_name
@@ -598,9 +604,9 @@ class LocalStack:
             self._loaded = True
             return
         client = self._client()
-        lines = [line for line in self.data_file.read_text(encoding="utf-8").splitlines() if line.strip()]
-        for start in range(0, len(lines), 25):
-            requests = [{"PutRequest": {"Item": json.loads(line)}} for line in lines[start : start + 25]]
+        items = read_items(self.data_file)  # all of it first: a damaged file is moved aside, not half loaded
+        for start in range(0, len(items), 25):
+            requests = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
             pending: dict[str, Any] = {self.table_name: requests}
             while pending:
                 pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems", {})
@@ -694,33 +700,39 @@ def main() -> int:
         help="feature flags JSON file (docs/rollout.md); edits apply within FEATURE_FLAGS_MAX_AGE_S",
     )
     add_iam_option(parser)
+    add_verbose_option(parser)
     arguments = parser.parse_args()
     flags_file = None if arguments.flags is None else checked_flags_file(arguments.flags)
     signal.signal(signal.SIGTERM, _interrupt)
     # Also when started in the background of a script, which would have Ctrl-C ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    with LocalStack(
-        arguments.data_file,
-        0.02,
-        dynamodb_port=arguments.dynamodb_port,
-        bedrock_port=arguments.bedrock_port,
-        host=arguments.host,
-        api_port=arguments.api_port,
-        twilio_port=arguments.twilio_port,
-        command="infra.local_stack",
-        flags_file=flags_file,
-        enforce_iam=not arguments.no_iam,
-    ) as stack:
-        print(f"Local stack running. API: {stack.api_url} (OpenAPI at {stack.api_url}/openapi.json;")
-        print("  send `Authorization: Bearer <any user id>`), SMS webhook: POST /sms.")
-        print(f"Data: {arguments.data_file} (saved every 5 s and on exit). infra.chat, infra.invoke, infra.sms and")
-        print("  infra.inspect_prompt use this stack while it runs. Point another process at it with:")
+    with (
+        quiet_terminal(log_file_of(arguments.data_file, "local_stack"), arguments.verbose) as terminal,
+        LocalStack(
+            arguments.data_file,
+            0.02,
+            dynamodb_port=arguments.dynamodb_port,
+            bedrock_port=arguments.bedrock_port,
+            host=arguments.host,
+            api_port=arguments.api_port,
+            twilio_port=arguments.twilio_port,
+            command="infra.local_stack",
+            flags_file=flags_file,
+            enforce_iam=not arguments.no_iam,
+        ) as stack,
+    ):
+        say = partial(print, file=terminal)
+        say(f"Local stack running. API: {stack.api_url} (OpenAPI at {stack.api_url}/openapi.json;")
+        say("  send `Authorization: Bearer <any user id>`), SMS webhook: POST /sms.")
+        say(f"Data: {arguments.data_file} (saved every 5 s and on exit). infra.chat, infra.invoke, infra.sms and")
+        say("  infra.inspect_prompt use this stack while it runs. Point another process at it with:")
         for name, value in stack.environment.items():
-            print(f"  export {name}={value}" if value is not None else f"  unset {name}")
+            say(f"  export {name}={value}" if value is not None else f"  unset {name}")
         if flags_file is not None:
-            print(f"Flags: {flags_file}, served by the local AppConfig (edits apply within FEATURE_FLAGS_MAX_AGE_S).")
-        print(describe_iam(stack.enforce_iam))
-        print("Ctrl-C stops it and saves the table.", flush=True)
+            say(f"Flags: {flags_file}, served by the local AppConfig (edits apply within FEATURE_FLAGS_MAX_AGE_S).")
+        say(describe_iam(stack.enforce_iam))
+        say(logs_line(log_file_of(arguments.data_file, "local_stack"), arguments.verbose))
+        say("Ctrl-C stops it and saves the table.", flush=True)
         try:
             while True:
                 time.sleep(5)

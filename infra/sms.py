@@ -15,16 +15,18 @@ import sys
 import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import TextIO
 
 import httpx
 
 from infra.errors import LocalToolError, run_tool
 from infra.local_stack import DEFAULT_DATA_FILE
 from infra.shared_stack import ToolStack, stack_for
+from infra.terminal import add_verbose_option, log_file_of, logs_line, quiet_terminal
 from infra.twilio_emulator import LOCAL_ACCOUNT_SID, LOCAL_AUTH_TOKEN, post_signed_text
 
 
-def text_the_coach(api: str, twilio: str, from_phone: str, text: str, wait_s: float) -> int:
+def text_the_coach(api: str, twilio: str, from_phone: str, text: str, wait_s: float, out: TextIO) -> int:
     listing = f"{twilio}/2010-04-01/Accounts/{LOCAL_ACCOUNT_SID}/Messages.json"
     auth = (LOCAL_ACCOUNT_SID, LOCAL_AUTH_TOKEN)
     try:
@@ -36,7 +38,7 @@ def text_the_coach(api: str, twilio: str, from_phone: str, text: str, wait_s: fl
             file=sys.stderr,
         )
         return 2
-    print(f"webhook> {response.status_code} {response.text}")
+    print(f"webhook> {response.status_code} {response.text}", file=out)
     if response.status_code != 200 or "<Message>" in response.text:
         return 0 if response.status_code == 200 else 1  # answered at once (or refused): no SMS follows
     deadline = time.monotonic() + wait_s
@@ -44,10 +46,10 @@ def text_the_coach(api: str, twilio: str, from_phone: str, text: str, wait_s: fl
         messages = httpx.get(listing, params={"To": from_phone}, auth=auth).json()["messages"]
         if len(messages) > before:
             for message in reversed(messages[: len(messages) - before]):
-                print(f"coach (SMS)> {message['body']}")
+                print(f"coach (SMS)> {message['body']}", file=out)
             return 0
         time.sleep(0.2)
-    print("(no SMS reply; an immediate answer, if any, is in the webhook's TwiML above)")
+    print("(no SMS reply; an immediate answer, if any, is in the webhook's TwiML above)", file=out)
     return 0
 
 
@@ -59,6 +61,7 @@ def main() -> int:
     parser.add_argument("--api", help="another local stack's API URL (default: the stack of --data-file)")
     parser.add_argument("--twilio", help="that stack's Twilio stand-in URL")
     parser.add_argument("--wait", type=float, default=30.0, help="seconds to wait for the reply")
+    add_verbose_option(parser)
     arguments = parser.parse_args()
     if (arguments.api is None) != (arguments.twilio is None):
         parser.error("--api and --twilio go together")
@@ -66,7 +69,8 @@ def main() -> int:
     local: AbstractContextManager[ToolStack | None] = (
         nullcontext() if given else stack_for(arguments.data_file, "infra.sms", serve_api=True)
     )
-    with local as stack:
+    log_file = log_file_of(arguments.data_file, "sms")
+    with quiet_terminal(log_file, arguments.verbose) as terminal, local as stack:
         api, twilio = (
             (arguments.api, arguments.twilio) if stack is None else (stack.state.api_url, stack.state.twilio_url)
         )
@@ -76,7 +80,10 @@ def main() -> int:
                 f"the local stack of {owner} serves no API, so it cannot take a text; stop it "
                 "and start `uv run python -m infra.local_stack`, or run infra.sms with --data-file another file"
             )
-        return text_the_coach(api, twilio, arguments.from_phone, arguments.text, arguments.wait)
+        code = text_the_coach(api, twilio, arguments.from_phone, arguments.text, arguments.wait, terminal)
+    if stack is not None and not stack.attached:  # its own stack ran the functions here: their logs
+        print(logs_line(log_file, arguments.verbose), file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -48,6 +48,12 @@ def resource(logical_id: str) -> dict[str, Any]:
     return resources[logical_id]
 
 
+def function_ids() -> list[str]:
+    """The logical ids of the template's functions, in the template's order."""
+    resources: dict[str, dict[str, Any]] = load_template()["Resources"]
+    return [name for name, body in resources.items() if body.get("Type") == "AWS::Serverless::Function"]
+
+
 def table_create_request(logical_id: str, table_name: str) -> dict[str, Any]:
     """`CreateTable` arguments for a table resource: the template's keys, billing on demand."""
     properties = resource(logical_id)["Properties"]

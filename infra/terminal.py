@@ -7,6 +7,7 @@ prints its results to the console it was given. `-v` keeps the log lines on the 
 The progress line is the standard library's (no dependency for one line).
 """
 
+import argparse
 import sys
 import threading
 import time
@@ -20,19 +21,61 @@ BAR_WIDTH = 24
 
 
 @contextmanager
-def logs_to(log_file: Path | None) -> Iterator[TextIO]:
+def logs_to(log_file: Path | None, mode: str = "w") -> Iterator[TextIO]:
     """Yields the console to print results to; inside, log lines go to `log_file` (None: the console)."""
     console = sys.stdout
     if log_file is None:
         yield console
         return
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    with log_file.open("w", encoding="utf-8") as handle:
+    with log_file.open(mode, encoding="utf-8") as handle:
         sys.stdout = handle
         try:
             yield console
         finally:
             sys.stdout = console
+
+
+_events_to: list[TextIO] = []  # the terminal of the tool running in this process, if it shows events
+
+
+def say(line: str) -> None:
+    """One human line for an event the person caused (an API request answered, a text handled), on
+    the terminal of a tool whose log lines go to a file; nothing where no tool asked for them (tests,
+    a library caller)."""
+    for stream in _events_to:
+        print(line, file=stream, flush=True)
+
+
+def log_file_of(data_file: Path, tool: str) -> Path:
+    """Where a local tool keeps its JSON log lines: `logs/<tool>.log` beside its data file, so the
+    default is `.local/logs/` and a stack on another data file keeps its own."""
+    return data_file.parent / "logs" / f"{tool}.log"
+
+
+def logs_line(log_file: Path, verbose: bool) -> str:
+    return "Logs: on this terminal (-v)." if verbose else f"Logs: {log_file} (JSON lines; -v shows them here)."
+
+
+def add_verbose_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show the local servers' JSON log lines here, not in their file"
+    )
+
+
+@contextmanager
+def quiet_terminal(log_file: Path, verbose: bool) -> Iterator[TextIO]:
+    """The local servers' JSON log lines in `log_file` (appended), and one line per event the person
+    caused on the terminal; `verbose` (-v) keeps the JSON on the terminal instead. Yields the
+    terminal, for what the command itself prints (with `logs_line` once, where the command says
+    what it started: not before, so that a refusal at start stays one line)."""
+    terminal = sys.stdout
+    _events_to.append(terminal)
+    try:
+        with logs_to(None if verbose else log_file, mode="a"):
+            yield terminal
+    finally:
+        _events_to.remove(terminal)
 
 
 class Progress:

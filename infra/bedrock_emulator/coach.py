@@ -6,7 +6,7 @@ to the assistant message that asked it, or when the system prompt lists it under
 The coach quotes what it was told and asks the first question that is still open, so a coach that
 lost its history re-asks, and one that kept it moves on.
 
-When the request offers tools (`toolConfig`), the coach uses them the way the app's prompt tells a
+When the request offers tools (`toolConfig`, tool_turns.py), the coach uses them the way the app's prompt tells a
 model to: it saves an answer with `save_<step>`, keeps facts with `remember_fact`, parks an
 evasive answer with `ask_for`, changes an earlier answer with `correct_answer` and looks one up
 with `answer_history`; after the tool results come back it answers in text. It calls the client
@@ -16,14 +16,13 @@ whose system prompt starts with `You keep a running summary` is a summarization,
 updated summary. Everything is a pure function of the request, so tests can assert exact replies.
 """
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from infra.bedrock_emulator import memory_talk as talk
+from infra.bedrock_emulator import reading
 from infra.bedrock_emulator.rules import message_text
 
 _FIELD_LINE = re.compile(r"^- (?P<key>[a-z_]+): (?P<question>.+\?)\s*$")
@@ -44,36 +43,6 @@ _FACT_PATTERNS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
 
 SUMMARY_PROMPT_PREFIX = "You keep a running summary"
 _SUMMARY_NONE = "(none)"
-# A Client line made only of these words (3 words at most) is an acknowledgement, not a fact.
-# Yes/no are left out on purpose: "no" to "Any injuries?" is an answer worth keeping.
-_ACKNOWLEDGEMENTS = frozenset(
-    {
-        "ok",
-        "okay",
-        "k",
-        "kk",
-        "thanks",
-        "thank",
-        "you",
-        "thx",
-        "ty",
-        "cheers",
-        "cool",
-        "great",
-        "nice",
-        "sure",
-        "alright",
-        "got",
-        "it",
-        "sounds",
-        "good",
-        "perfect",
-        "awesome",
-        "fine",
-        "right",
-    }
-)
-_ACK_MAX_WORDS = 3
 
 
 @dataclass(frozen=True)
@@ -148,7 +117,7 @@ def coach_reply(
     `descriptions` are the items the correction tool lists (for answers from the saved plan)."""
     fields = _fields(system)
     known = set(_known_values(system)) | saved
-    step = _step_title(system)
+    _step_title(system)
     answers: dict[str, str] = {}
     for index, turn in enumerate(conversation[:-1]):
         following = conversation[index + 1]
@@ -167,14 +136,14 @@ def coach_reply(
     parts: list[str] = []
     first = not any(turn.role == "assistant" for turn in conversation)
     returning = first and talk.is_returning(system)
-    if returning:  # a new conversation after earlier ones: greet by name, recap, go on
-        parts += [talk.greeting(system), talk.recap(system)]
-    elif first:
-        parts.append(f"Hi, I'm your coach! Let's start with your {step.lower()}.")
-    elif last.role == "user":
-        parts.append(f"Thanks, noted: “{_quote(last.text)}”.")
+    if first:  # the introduction, or a greeting by what is true
+        done = talk.is_complete(system)
+        return talk.with_name(system, talk.opening(system, _open_question_or_done(system, known), done))
+    if last.role == "user":
         if talk.RECAP_REQUEST.search(said):
             parts.append(talk.recap(system))
+        elif not (_is_question(said) or reading.is_request(said) or reading.is_greeting(said)):
+            parts.append(f"Thanks, noted: “{_quote(last.text)}”.")
     if len(answers) > 1:
         parts.append(
             "So far: "
@@ -188,281 +157,13 @@ def coach_reply(
     return talk.with_name(system, " ".join(parts))
 
 
-@dataclass(frozen=True)
-class _SaveTool:
-    name: str
-    # field key -> its description (the field's question text)
-    fields: dict[str, str]
-
-
-@dataclass(frozen=True)
-class _Tools:
-    save: tuple[_SaveTool, ...] = ()
-    remember_kinds: frozenset[str] | None = None
-    has_remember: bool = False
-    has_ask_for: bool = False
-    items: Mapping[str, str] = field(default_factory=dict)  # step.field -> what it is (correct_answer)
-    has_correct: bool = False
-    has_history: bool = False
-
-    def save_tool_for(self, key: str) -> _SaveTool | None:
-        return next((tool for tool in self.save if key in tool.fields), None)
-
-
-def _tools(tool_config: Mapping[str, Any]) -> _Tools:
-    save: list[_SaveTool] = []
-    remember_kinds: frozenset[str] | None = None
-    names: set[str] = set()
-    for tool in tool_config.get("tools", []):
-        spec = tool.get("toolSpec", {})
-        name = str(spec.get("name", ""))
-        properties: Mapping[str, Any] = spec.get("inputSchema", {}).get("json", {}).get("properties", {})
-        names.add(name)
-        if name.startswith("save_"):
-            fields = {
-                key: str(prop.get("description", "")) for key, prop in properties.items() if key != "step_complete"
-            }
-            save.append(_SaveTool(name, fields))
-        elif name == "remember_fact":
-            enum = properties.get("kind", {}).get("enum")
-            remember_kinds = frozenset(enum) if enum else None
-    return _Tools(
-        save=tuple(save),
-        remember_kinds=remember_kinds,
-        has_remember="remember_fact" in names,
-        has_ask_for="ask_for" in names,
-        items=talk.item_descriptions(tool_config),
-        has_correct="correct_answer" in names,
-        has_history="answer_history" in names,
-    )
-
-
-def _tool_uses(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [block["toolUse"] for block in message.get("content", []) if "toolUse" in block]
-
-
-def _saved_values(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Field values that earlier save_* calls in this conversation stored (the newest wins)."""
-    values: dict[str, str] = {}
-    for message in messages:
-        if message.get("role") != "assistant":
-            continue
-        for tool_use in _tool_uses(message):
-            given = tool_use.get("input")
-            if str(tool_use.get("name", "")).startswith("save_") and isinstance(given, Mapping):
-                for key, value in given.items():
-                    if key != "step_complete" and isinstance(value, str) and value.strip():
-                        values[key] = value
-            elif tool_use.get("name") == "correct_answer" and isinstance(given, Mapping):
-                values[str(given.get("item", "")).split(".", 1)[-1]] = str(given.get("value", ""))
-    return values
-
-
-def _questions(system: str, tools: _Tools) -> dict[str, str]:
-    """Each field's question: the Collect list's, else the save tool's property description."""
-    questions = dict(_fields(system))
-    for tool in tools.save:
-        for key, description in tool.fields.items():
-            if description:
-                questions.setdefault(key, description)
-    return questions
-
-
-def _answered_field(system: str, messages: Sequence[Mapping[str, Any]], questions: Mapping[str, str]) -> str | None:
-    """The field the last user message answers: the question the previous assistant message asked
-    (the latest one in it, if it holds several), else the prompt's `Waiting for:` field. The
-    conversation goes first because it shows what was really asked; `Waiting for` covers a history
-    that no longer holds the question (trimmed or summarized)."""
-    if len(messages) >= 2 and messages[-2].get("role") == "assistant":
-        asked = message_text(messages[-2])
-        positions = {key: asked.rfind(question) for key, question in questions.items() if question in asked}
-        if positions:
-            return max(positions, key=lambda key: positions[key])
-    waiting = _WAITING_LINE.search(system)
-    return waiting["key"] if waiting else None
-
-
-def _facts(text: str, tools: _Tools, other: bool = False) -> list[tuple[str, dict[str, Any]]]:
-    """remember_fact calls for what `text` says about the client; `other`: also a first-person
-    fact that fits no profile field ("my daughter Emma started school")."""
-    if not tools.has_remember:
-        return []
-    calls: list[tuple[str, dict[str, Any]]] = []
-    for kind, pattern, group in _FACT_PATTERNS:
-        if tools.remember_kinds is not None and kind not in tools.remember_kinds:
-            continue
-        if (match := pattern.search(text)) is not None:
-            value = match[1] if group else match[0]
-            if any(call_input == {"kind": kind, "value": value} for _, call_input in calls):
-                continue
-            calls.append(("remember_fact", {"kind": kind, "value": value}))
-    kinds_allowed = tools.remember_kinds is None or "other" in tools.remember_kinds
-    if other and not calls and kinds_allowed and talk.LIFE_FACT.search(text):
-        calls.append(("remember_fact", {"kind": "other", "value": text}))
-    return calls
-
-
-def _tool_use_id(messages: Sequence[Mapping[str, Any]], position: int, name: str) -> str:
-    """A Bedrock-shaped id (`tooluse_` + 22 characters), derived from the request so replies are
-    deterministic, and different for every position in every conversation."""
-    digest = hashlib.sha256(
-        json.dumps([messages, position, name], sort_keys=True, default=str).encode("utf-8")
-    ).hexdigest()
-    return f"tooluse_{digest[:22]}"
-
-
-def _result_payloads(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(toolUseId, JSON object) for each toolResult whose content is, or holds, a JSON object."""
-    payloads: list[tuple[str, dict[str, Any]]] = []
-    for block in message.get("content", []):
-        if "toolResult" not in block:
-            continue
-        result = block["toolResult"]
-        payload: dict[str, Any] = {}
-        for item in result.get("content", []):
-            if isinstance(item.get("json"), Mapping):
-                payload.update(item["json"])
-            elif isinstance(item.get("text"), str):
-                try:
-                    parsed = json.loads(item["text"])
-                except ValueError:
-                    continue
-                if isinstance(parsed, dict):
-                    payload.update(parsed)
-        payloads.append((str(result.get("toolUseId", "")), payload))
-    return payloads
-
-
-def _recap(system: str, messages: Sequence[Mapping[str, Any]]) -> str:
-    values = {
-        key: value
-        for key, value in _known_values(system).items()
-        # Parenthesized notes (a field the client could not answer) are not facts to recap.
-        if not value.startswith("(")
-    }
-    values.update(_saved_values(messages))
-    if not values:
-        return "Recap: nothing recorded yet."
-    return "Recap: " + "; ".join(f"{key.replace('_', ' ')}: {_quote(value)}" for key, value in values.items()) + "."
-
-
-def _last_said(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The client's last words (tool results are user messages without text)."""
-    return next((text for m in reversed(messages) if m.get("role") == "user" and (text := message_text(m))), "")
-
-
-def _tool_outcomes(payloads: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """What corrections and history look-ups came back with, said to the client."""
-    parts: list[str] = []
-    for _, payload in payloads:
-        if isinstance(payload.get("corrected"), str):
-            was = f" (it was “{_quote(str(payload['previous']))}”)" if payload.get("previous") else ""
-            parts.append(
-                f"Updated your {talk.label(payload['corrected'])}: “{_quote(str(payload.get('value')))}”{was}."
-            )
-        elif isinstance(payload.get("item"), str) and ("earlier" in payload or payload.get("never_answered")):
-            parts.append(talk.history_reply(payload))
-    return parts
-
-
-def _after_tool_results(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools) -> CoachReply:
-    """The reply once the tools answered. `system` is the prompt rebuilt after the tools ran, so
-    a name just given is already in it."""
-    payloads = _result_payloads(messages[-1])
-    if any(payload.get("onboarding_complete") is True for _, payload in payloads):
-        done = f"That's everything — your onboarding is complete! {_recap(system, messages)}"
-        return CoachReply(talk.with_name(system, done))
-    parts = _tool_outcomes(payloads)
-    next_question = next(
-        (p["next_question"] for _, p in payloads if isinstance(p.get("next_question"), str) and p["next_question"]),
-        None,
-    )
-    if next_question is not None:
-        return CoachReply(talk.with_name(system, " ".join([*parts, f"Great, that step is done. {next_question}"])))
-    calls = {str(use.get("toolUseId")): use for use in _tool_uses(messages[-2])} if len(messages) >= 2 else {}
-    questions = _questions(system, tools)
-    for tool_use_id, _ in payloads:
-        call = calls.get(tool_use_id)
-        if call is not None and call.get("name") == "ask_for" and isinstance(call.get("input"), Mapping):
-            asked = str(call["input"].get("field", ""))
-            question = questions.get(asked, asked.replace("_", " "))
-            return CoachReply(talk.with_name(system, f"No problem — when you know, just tell me: {question}"))
-    values = {**_known_values(system), **_saved_values(messages)}
-    if not parts:
-        # Quote what this step knows so far, so memory is visible in the conversation itself.
-        so_far = [f"{key.replace('_', ' ')}: “{_quote(values[key])}”" for key, _ in _fields(system) if key in values]
-        parts.append(f"Got it, thanks.{f' So far: {chr(59).join(so_far)}.' if len(so_far) > 1 else ''}")
-    if talk.is_complete(system) and not _tool_outcomes(payloads):
-        said = _last_said(messages)
-        parts.append(talk.plan_reply(said, system, tools.items, _is_question(said)))
-    else:
-        parts.append(_open_question_or_done(system, set(values)))
-    return CoachReply(talk.with_name(system, " ".join(parts)))
-
-
-def _memory_calls(system: str, text: str, tools: _Tools) -> list[tuple[str, dict[str, Any]]]:
-    """A question about how an answer changed looks it up; a message that changes an earlier
-    answer corrects it. Which answer: the one the message shares most words with."""
-    known = talk.known_items(system)
-    if _is_question(text):
-        if tools.has_history and talk.HISTORY_REQUEST.search(text):
-            about = talk.items_about(text, known, tools.items)
-            return [("answer_history", {"item": about[0]})] if about else []
-        return []
-    if tools.has_correct and talk.CORRECTION.search(text):
-        about = [item for item in talk.items_about(text, known, tools.items) if item in known]
-        return [("correct_answer", {"item": about[0], "value": text})] if about else []
-    return []
-
-
-def _tool_turn(system: str, messages: Sequence[Mapping[str, Any]], tools: _Tools) -> CoachReply:
-    last = messages[-1]
-    conversation = [Turn(str(message["role"]), message_text(message)) for message in messages]
-    if last.get("role") != "user":
-        # An assistant prefill to continue: nothing was said to act on.
-        return CoachReply(coach_reply(system, conversation, frozenset(_saved_values(messages)), tools.items))
-    if any("toolResult" in block for block in last.get("content", [])):
-        # Answering tool results: text only, as the app expects before the client's next message.
-        return _after_tool_results(system, messages, tools)
-    text = message_text(last).strip()
-    saved = _saved_values(messages)
-    if talk.RECAP_REQUEST.search(text):
-        return CoachReply(coach_reply(system, conversation, frozenset(saved), tools.items))
-    planned = _memory_calls(system, text, tools)
-    # A name given ("call me Sam") is a fact about the client, never the answer to the question
-    # asked; nor is an aside ("By the way, ...") or a bare "ok".
-    answer = talk.without_name_statements(text)
-    is_answer = bool(answer) and not (
-        planned or _is_question(text) or talk.SIDE_REMARK.search(text) or _is_acknowledgement(answer)
-    )
-    answered = _answered_field(system, messages, _questions(system, tools)) if is_answer else None
-    if answered is not None:
-        save_tool = tools.save_tool_for(answered)
-        if _EVASIVE.search(answer) and tools.has_ask_for:
-            planned.append(("ask_for", {"field": answered}))
-        elif save_tool is not None:
-            known = set(_known_values(system)) | set(saved) | {answered}
-            complete = all(key in known for key in save_tool.fields)
-            planned.append((save_tool.name, {answered: answer, "step_complete": complete}))
-    planned += _facts(text, tools, other=not planned and not _is_question(text))
-    if not planned:
-        return CoachReply(coach_reply(system, conversation, frozenset(saved), tools.items))
-    calls = tuple(
-        ToolCall(_tool_use_id(messages, position, name), name, call_input)
-        for position, (name, call_input) in enumerate(planned)
-    )
-    return CoachReply(talk.with_name(system, f"Thanks, noted: “{_quote(text)}”."), calls)
-
-
 def _is_question(text: str) -> bool:
     """A client message that asks something back ("Is coffee okay?") is not an answer."""
-    return text.rstrip().endswith("?")
+    return reading.is_question(text)
 
 
 def _is_acknowledgement(text: str) -> bool:
-    words = [word.strip(".,!?;:'\"“”‘’()").lower() for word in text.split()]
-    words = [word for word in words if word]
-    return len(words) <= _ACK_MAX_WORDS and all(word in _ACKNOWLEDGEMENTS for word in words)
+    return reading.is_acknowledgement(text)
 
 
 def summarize(request_text: str) -> str:
@@ -503,6 +204,9 @@ def coach_respond(
         last_user = next((message for message in reversed(messages) if message.get("role") == "user"), None)
         return CoachReply(summarize(message_text(last_user) if last_user is not None else ""))
     if tool_config:
+        # Imported here: the tool turns build on this module's reading of the prompt.
+        from infra.bedrock_emulator.tool_turns import _tool_turn, _tools
+
         return _tool_turn(system, messages, _tools(tool_config))
     conversation = [Turn(str(message["role"]), message_text(message)) for message in messages]
     return CoachReply(coach_reply(system, conversation))

@@ -19,6 +19,8 @@ _KNOWN_ITEM = re.compile(r"^- (?P<item>[a-z_]+\.[a-z_]+): (?P<value>.+?)(?: \((?
 _ADDRESS = re.compile(r"^Address the client as (?P<name>.+)\.$", re.MULTILINE)
 _RETURNING = re.compile(r"^Returning client: ", re.MULTILINE)
 _NEXT_QUESTION = re.compile(r"say what comes next: ask “(?P<question>[^”]+)”")
+_STEP_TITLE = re.compile(r"^Current step: (?P<title>[^.]+)\.", re.MULTILINE)
+NEXT_WHEN_COMPLETE = "What would you like to work on today?"
 _ITEM_GLOSS = re.compile(r"(?P<item>[a-z_]+\.[a-z_]+) \((?P<about>[^)]*)\)")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -151,7 +153,8 @@ def known_items(system: str, with_notes: bool = False) -> dict[str, str]:
 
 
 def about_the_client(system: str) -> list[str]:
-    return [line.removeprefix("- ") for line in _section(system, "About the client") if line.startswith("- ")]
+    lines = [line.removeprefix("- ") for line in _section(system, "About the client") if line.startswith("- ")]
+    return [line for line in lines if line != "nothing yet"]
 
 
 def address_as(system: str) -> str | None:
@@ -204,14 +207,31 @@ def label(item: str) -> str:
     return item.split(".", 1)[-1].replace("_", " ")
 
 
-def recap(system: str, saved: Mapping[str, str] | None = None) -> str:
-    """What the prompt says is known about the client, in one line (and what comes next)."""
-    about = about_the_client(system)
+_RECAP_VALUE_CHARS = 60
+
+
+def _short(value: str) -> str:
+    flat = " ".join(value.split())
+    return flat if len(flat) <= _RECAP_VALUE_CHARS else flat[: _RECAP_VALUE_CHARS - 1] + "…"
+
+
+def recap(system: str, saved: Mapping[str, str] | None = None, names: bool = True) -> str:
+    """What the prompt says is known about the client, in one line: each thing once (a profile
+    line that repeats an answer is left out) and each value cut short (a pasted page stays out)."""
     known = {**{label(item): value for item, value in known_items(system).items()}, **(saved or {})}
-    parts = [*about, *(f"{name}: {value}" for name, value in known.items())]
+    values = {" ".join(value.split()).casefold() for value in known.values()}
+    parts: list[str] = []
+    for line in about_the_client(system):
+        name, _, value = line.partition(": ")
+        if " ".join(value.split()).casefold() in values or name.casefold() in known:
+            continue  # the answer below says it
+        if not names and name.casefold() in ("name", "preferred name"):
+            continue  # the greeting says it
+        parts.append(f"{name}: {_short(value)}" if value else _short(line))
+    parts += [f"{name}: {_short(value)}" for name, value in known.items()]
     if not parts:
         return "I don't have anything about you in my notes yet."
-    return "Here's what I have: " + "; ".join(parts) + "."
+    return "Here's what I have: " + "; ".join(dict.fromkeys(parts)) + "."
 
 
 def history_reply(payload: Mapping[str, Any]) -> str:
@@ -241,9 +261,46 @@ def plan_reply(text: str, system: str, descriptions: Mapping[str, str], question
     return f"Noted.{plan} What would you like to work on next?"
 
 
+_LAST_CLIENT_LINE = re.compile(r"^- Client(?: said)?: (?P<said>.*)$")
+RESTART = re.compile(r"^\W*(?:start over|reset|new topic)\W*$", re.IGNORECASE)
+
+
+def after_restart(system: str) -> bool:
+    """The new conversation began because the client asked to start over (the last thing they said
+    before it, in the summary), not after a gap: no "welcome back" seconds later."""
+    said = [
+        m["said"]
+        for line in _section(system, "Summary of the earlier conversation")
+        if (m := _LAST_CLIENT_LINE.match(line))
+    ]
+    return bool(said) and RESTART.match(said[-1]) is not None
+
+
+def knows_anything(system: str) -> bool:
+    return bool(known_items(system) or about_the_client(system))
+
+
 def greeting(system: str) -> str:
+    """By what is true: "Welcome back" after a gap, "Hi again" after a restart."""
     name = address_as(system)
+    if after_restart(system):
+        return f"Hi again, {name}!" if name else "Hi again!"
     return f"Welcome back, {name}!" if name else "Welcome back!"
+
+
+def opening(system: str, next_up: str, complete: bool) -> str:
+    """The first reply of a conversation: the introduction only to someone the coach knows nothing
+    about; a returning client is greeted by what is true (with a recap after a gap); a client
+    whose onboarding is under way goes on with it."""
+    step = match["title"].lower() if (match := _STEP_TITLE.search(system)) else "onboarding"
+    if not knows_anything(system):
+        return f"Hi, I'm your coach! Let's start with your {step}. {next_up}"
+    if is_returning(system) and not after_restart(system):
+        follow = NEXT_WHEN_COMPLETE if complete else next_up
+        return f"{greeting(system)} {recap(system, names=False)} {follow}"
+    if is_returning(system):
+        return f"{greeting(system)} Let's pick up your {step}. {'' if complete else next_up}".strip()
+    return f"Hi! Let's carry on with your {step}. {'' if complete else next_up}".strip()
 
 
 def with_name(system: str, text: str) -> str:
@@ -251,7 +308,10 @@ def with_name(system: str, text: str) -> str:
     name = address_as(system)
     if not name or name in text:
         return text
-    return f"{name}, {text[0].lower()}{text[1:]}" if text else name
+    if not text:
+        return name
+    keeps_capital = text.startswith(("I ", "I'", "I’")) or text[:2].isupper()
+    return f"{name}, {text if keeps_capital else text[0].lower() + text[1:]}"
 
 
 def quote_items(items: Sequence[str]) -> str:

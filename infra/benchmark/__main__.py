@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from infra.benchmark.sections import SECTIONS, Workspace
+from infra.errors import run_tool
+from infra.local_data import local_folder
 from infra.terminal import Progress, logs_to
 
 ROOT = Path(__file__).parents[2]
@@ -34,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out",
         type=Path,
-        default=Path(".local"),
+        default=local_folder(),
         help="where benchmark.md, benchmark.json, the PNG plots and benchmark.log go (default .local/; "
         "--out docs regenerates the committed figures)",
     )
@@ -62,6 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     log_file = None if args.verbose else args.out / "benchmark.log"
     names = args.section or list(SECTIONS)
+    if not args.quick and "store growth" in names:
+        from infra.benchmark.dynalite import require_node
+
+        # Said before anything runs, not after half an hour: the full run compares on dynalite.
+        require_node("the full benchmark compares the stores on dynalite")
     with logs_to(log_file) as console:
         with Progress("benchmark", len(names), "sections") as progress:
             code = run(args, names, console, progress)
@@ -107,4 +114,4 @@ def run(args: argparse.Namespace, names: list[str], console: TextIO, progress: P
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tool(main))

@@ -31,10 +31,12 @@ from typing import Any
 
 import boto3
 
-from infra.benchmark.dynalite import LocalDynalite
+from infra.benchmark.dynalite import LocalDynalite, require_node
 from infra.benchmark.environment import temporary_environment
 from infra.benchmark.stats import percentile
 from infra.benchmark.store_io import seed_history
+from infra.errors import run_tool
+from infra.local_data import local_folder
 from infra.local_stack import LOCAL_AWS_ENVIRONMENT
 from infra.template import table_create_request
 from onboarding.composition import build_repositories
@@ -254,8 +256,9 @@ def report(figures: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="few samples and turns (CI)")
-    parser.add_argument("--out", type=Path, default=Path(".local"), help="where context-cache.md and .json go")
+    parser.add_argument("--out", type=Path, default=local_folder(), help="where context-cache.md and .json go")
     args = parser.parse_args(argv)
+    require_node("the context-cache benchmark measures on dynalite")  # before anything runs
     figures = run(args.quick)
     text = report(figures)
     print(text)
@@ -273,4 +276,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_tool(main))

@@ -13,13 +13,25 @@ import subprocess
 from pathlib import Path
 from types import TracebackType
 
+from infra.errors import LocalToolError
 from infra.local_stack import end_child, free_port, wait_until_listening
 
 NODE_DIR = Path(__file__).parents[1] / "node"
+
+
+def require_node(what: str) -> None:
+    """DynaliteUnavailableError (one line, exit 2) unless Node.js and npm are on PATH."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        raise DynaliteUnavailableError(
+            f"{what}, which needs Node.js and npm on PATH; install them (e.g. apt install nodejs npm), "
+            "or run with --quick"
+        )
+
+
 CLI = NODE_DIR / "node_modules" / "dynalite" / "cli.js"
 
 
-class DynaliteUnavailableError(RuntimeError):
+class DynaliteUnavailableError(LocalToolError):
     """Node.js or npm is missing, or the package could not be installed."""
 
 

@@ -23,8 +23,9 @@ from infra.console import meter
 from infra.console.app import create_console_app
 from infra.console.context import ConsoleContext
 from infra.console.recorder import ChatRecorder
-from infra.local_stack import LocalStack, add_iam_option, free_port
-from infra.terminal import audit_lines_to
+from infra.errors import run_tool
+from infra.local_stack import DEFAULT_DATA_FILE, LocalStack, add_iam_option, free_port
+from infra.terminal import add_verbose_option, audit_lines_to, log_file_of, logs_line, quiet_terminal
 from onboarding.config import Settings
 
 
@@ -63,6 +64,7 @@ def local_stack_with_console(
         twilio_port=twilio_port,
         gateway_wrap=console.wrap,
         enforce_iam=enforce_iam,
+        api_option="--port",
     )
     console.stack = stack
     return stack, console
@@ -91,9 +93,11 @@ def _run_local(arguments: argparse.Namespace) -> None:
         twilio_port=arguments.twilio_port,
         enforce_iam=not arguments.no_iam,
     )
-    with stack:
-        print(f"Memory console: {stack.api_url}/console/", flush=True)
-        print(f"(the local stack's API is at {stack.api_url}; Ctrl-C stops it and saves the table)", flush=True)
+    log_file = log_file_of(arguments.data_file, "console")
+    with quiet_terminal(log_file, arguments.verbose) as terminal, stack:
+        print(f"Memory console: {stack.api_url}/console/", file=terminal, flush=True)
+        print(f"(the local stack's API is at {stack.api_url}; Ctrl-C stops it and saves the table)", file=terminal)
+        print(logs_line(log_file, arguments.verbose), file=terminal, flush=True)
         signal.signal(signal.SIGTERM, _interrupt)
         signal.signal(signal.SIGINT, _interrupt)
         try:
@@ -101,7 +105,8 @@ def _run_local(arguments: argparse.Namespace) -> None:
                 time.sleep(5)
                 stack.save()
         except KeyboardInterrupt:
-            pass
+            pass  # how it is meant to stop; the `with` saves the table and stops the servers
+    print(f"Stopped; the table is saved in {arguments.data_file}.", file=sys.stderr)
 
 
 def _run_aws(arguments: argparse.Namespace) -> None:
@@ -117,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=3000, help="the page and the API routes (0: any free port)")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--data-file", type=Path, default=Path(".local/dynamodb.jsonl"))
+    parser.add_argument("--data-file", type=Path, default=DEFAULT_DATA_FILE)
     parser.add_argument("--chunk-delay", type=float, default=0.02, help="seconds between the local model's tokens")
     parser.add_argument("--dynamodb-port", type=int, default=8000)
     parser.add_argument("--bedrock-port", type=int, default=8001)
@@ -126,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--personal-data", action="store_true", help="with --aws: show texts instead of their lengths")
     parser.add_argument("--openapi", action="store_true", help="print the console's OpenAPI document and exit")
     add_iam_option(parser)
+    add_verbose_option(parser)
     arguments = parser.parse_args(argv)
     if arguments.openapi:
         print(json.dumps(openapi_document(), indent=2, ensure_ascii=False))
@@ -137,4 +143,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tool(main, stopped="Stopped while starting; the data file is as it was."))

@@ -14,6 +14,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
+from infra.chat import DEFAULT_USER
 from infra.console.context import ConsoleContext
 from infra.console.schemas import (
     MemoryView,
@@ -87,7 +88,7 @@ def create_console_app(context: ConsoleContext) -> FastAPI:
             token_budget=limits.token_budget,
             system_allowance=limits.system_allowance,
             window_max_messages=limits.window_messages,
-            cost_ledger=False,
+            default_user=DEFAULT_USER,
         )
 
     @app.get("/console/api/users", summary="Users in the local table")

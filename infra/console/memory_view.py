@@ -10,9 +10,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from infra.console.plan_view import Show, redacted, shown
-from infra.console.schemas import Answer, MemoryView, ProfileEntry, Provenance, WaitingFor
+from infra.console.schemas import Answer, EarlierValue, MemoryView, ProfileEntry, Provenance, WaitingFor
 from onboarding.llm.prompts import STEP_PROMPTS, save_tool_name
 from onboarding.llm.working_copy import PROFILE_MIRROR
+from onboarding.model.answers import read_answer
 from onboarding.model.frozen import thaw
 from onboarding.model.messages import Message
 from onboarding.model.profile import PROFILE_FIELDS
@@ -70,6 +71,12 @@ def provenances(messages: list[Message], show: Show) -> dict[tuple[str, str], Pr
                     found[(step.value, key)] = origin
                     if (mirrored := PROFILE_MIRROR.get((step, key))) is not None:
                         found[("profile", mirrored)] = origin
+            elif call.name == "correct_answer":
+                step_name, _, key = str(args.get("item", "")).partition(".")
+                found[(step_name, key)] = origin
+                corrected = next((s for s in ONBOARDING_ORDER if s.value == step_name), None)
+                if corrected is not None and (mirrored := PROFILE_MIRROR.get((corrected, key))) is not None:
+                    found[("profile", mirrored)] = origin  # the profile's copy changed with it
             elif call.name == "remember_fact":
                 kind, value = str(args.get("kind", "")), str(args.get("value", ""))
                 found[("other", " ".join(value.split())) if kind == "other" else ("profile", kind)] = origin
@@ -87,13 +94,22 @@ def memory_view(store: Repositories, user_id: str, personal: bool, most_messages
     for step in ONBOARDING_ORDER:
         saved = state.agent_context.get(step.value, {})
         for collected in STEP_PROMPTS[step].fields:
-            value = saved.get(collected.key)
+            # The stored record (value, when and where it was said, earlier values), read as the
+            # library reads it: the page shows its parts, never the record's Python text.
+            stored = read_answer(saved.get(collected.key))
+            value = stored.value if stored is not None else None
             answers.append(
                 Answer(
                     step=step.value,
                     field=collected.key,
                     question=collected.question,
-                    value=None if value is None else show(str(value)),
+                    value=None if value is None else show(value),
+                    said_at=stored.said_at if stored is not None else None,
+                    said_in=stored.said_in if stored is not None else None,
+                    earlier=[
+                        EarlierValue(value=show(p.value), said_at=p.said_at, replaced_at=p.replaced_at)
+                        for p in (stored.previous if stored is not None else ())
+                    ],
                     skipped=f"{step.value}.{collected.key}" in state.skipped,
                     provenance=origins.get((step.value, collected.key)) if value is not None else None,
                 )

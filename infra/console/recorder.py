@@ -18,7 +18,8 @@ from typing import Any
 from infra.console.context import ConsoleContext
 from infra.console.memory_view import changed_paths
 from infra.console.meter import Meter, metered
-from infra.console.schemas import MemoryView, TurnFigures, TurnRecord
+from infra.console.schemas import MemoryView, TokenFigures, TurnFigures, TurnRecord
+from infra.cost.prices import UnknownModelError, model_prices
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -27,7 +28,21 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 TURN_HEADER = "x-console-turn"
-COST_NOTE = "No cost estimate yet: it needs the cost ledger (issue 17), which does not exist yet."
+COST_NOTE = "the model's tokens at list prices; with Lambda, API Gateway and DynamoDB: uv run python -m infra.cost"
+NO_MODEL_CALL = "no model call in this turn"
+
+
+def model_cost(tokens: TokenFigures, model_id: str) -> tuple[float | None, str]:
+    """(dollars, what they count) for a turn's model tokens, at infra.cost's dated list prices. The
+    rest of a turn's cost (Lambda, API Gateway, DynamoDB) is per 1,000 turns in infra.cost's report:
+    the console's local figures (moto's capacity, a laptop's duration) would not price it honestly."""
+    if not tokens.model_calls:
+        return None, NO_MODEL_CALL
+    try:
+        input_price, output_price = model_prices(model_id)
+    except UnknownModelError:
+        return None, f"infra/cost/prices.py has no price for the model {model_id}"
+    return round(tokens.input * input_price.each + tokens.output * output_price.each, 6), COST_NOTE
 
 
 def _header(scope: Scope, name: str) -> str | None:
@@ -65,7 +80,7 @@ def new_record(turn_id: str, user_id: str, channel: str, message: str) -> TurnRe
             dynamodb=Meter().dynamodb(),
             tokens=Meter().tokens(),
             cost_usd=None,
-            cost_note=COST_NOTE,
+            cost_note=NO_MODEL_CALL,
         ),
     )
 
@@ -78,8 +93,11 @@ def finish_record(
     reply: str,
     first_token_ms: float | None,
     turn_ms: float,
+    model_id: str,
 ) -> TurnRecord:
     plan, requests = record.plan, list(meter.model_requests)
+    tokens = meter.tokens()
+    cost_usd, cost_note = model_cost(tokens, model_id)
     matches = None if plan is None or not requests else requests[0].system == plan.system
     return record.model_copy(
         update={
@@ -95,7 +113,9 @@ def finish_record(
                     "first_token_ms": first_token_ms,
                     "turn_ms": round(turn_ms, 1),
                     "dynamodb": meter.dynamodb(),
-                    "tokens": meter.tokens(),
+                    "tokens": tokens,
+                    "cost_usd": cost_usd,
+                    "cost_note": cost_note,
                 }
             ),
         }
@@ -227,4 +247,8 @@ class ChatRecorder:
                 after = None
                 note = f"the console could not read the memory after the turn ({type(error).__name__})"
                 record = record.model_copy(update={"note": note})
-            context.book.put(finish_record(record, meter, after, status, reply, response.first_chunk_ms, turn_ms))
+            context.book.put(
+                finish_record(
+                    record, meter, after, status, reply, response.first_chunk_ms, turn_ms, context.settings.model_id
+                )
+            )

@@ -19,7 +19,7 @@ class SessionInfo(CamelModel):
     token_budget: int
     system_allowance: int
     window_max_messages: int
-    cost_ledger: bool = Field(description="Whether a cost estimate per turn is available (not yet: no ledger).")
+    default_user: str = Field(description="The user the page opens on: the one `infra.chat` talks as by default.")
 
 
 class UserList(CamelModel):
@@ -36,11 +36,22 @@ class Provenance(CamelModel):
     user_said: str | None = Field(description="That message's text (redacted unless personal data is shown).")
 
 
+class EarlierValue(CamelModel):
+    """A value the answer had before the client corrected it."""
+
+    value: str = Field(description="The value as the client gave it (redacted unless personal data is shown).")
+    said_at: datetime | None = Field(description="When the client said it (None: saved before answers had a time).")
+    replaced_at: datetime | None = Field(description="When the client gave the value that replaced it.")
+
+
 class Answer(CamelModel):
     step: str
     field: str
     question: str
-    value: str | None = Field(description="None: not collected yet.")
+    value: str | None = Field(description="The current value, as plain text. None: not collected yet.")
+    said_at: datetime | None = Field(description="When the client said the current value.")
+    said_in: str | None = Field(description="The id of the client's message that gave the current value.")
+    earlier: list[EarlierValue] = Field(description="Values it had before a correction, oldest first.")
     skipped: bool = Field(description="The client could not say; the coach does not ask again.")
     provenance: Provenance | None = Field(description="None when its tool call is no longer among the messages read.")
 
@@ -154,7 +165,9 @@ class TurnFigures(CamelModel):
     turn_ms: float | None = Field(description="Server side: from the request to the end of the response.")
     dynamodb: DynamoDBFigures
     tokens: TokenFigures
-    cost_usd: float | None = Field(description="Always null for now: the cost ledger does not exist yet.")
+    cost_usd: float | None = Field(
+        description="The model's tokens at the list prices of infra/cost/prices.py (None: no model call, or no price)."
+    )
     cost_note: str
 
 

@@ -80,6 +80,8 @@ async def send_text(context: ConsoleContext, request: SmsRequest) -> SmsResult:
     )
     after = await context.memory(subject) if subject else None
     immediate_text = html.unescape(immediate.group(1)) if immediate else None
-    record = finish_record(record, meter, after, status, reply or immediate_text or "", None, turn_ms)
+    record = finish_record(
+        record, meter, after, status, reply or immediate_text or "", None, turn_ms, context.settings.model_id
+    )
     context.book.put(record)
     return SmsResult(webhook_status=response.status_code, immediate_reply=immediate_text, turn=record)

@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
@@ -32,6 +33,7 @@ from infra.cost.turns import (
     summarize_peer,
 )
 from infra.errors import LocalToolError, run_tool
+from infra.local_data import local_folder
 from infra.local_stack import DEFAULT_TABLE_NAME, IDEMPOTENCY_TABLE_NAME, TABLE_LOGICAL_ID, LocalStack
 from infra.template import function_architecture, function_memory_mb, table_ttl_attribute
 from infra.terminal import Progress, logs_to
@@ -50,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out",
         type=Path,
-        default=Path(".local"),
+        default=local_folder(),
         help="where cost.md, cost.json, cost.png and cost.log go (default .local/; --out docs regenerates the "
         "committed ones)",
     )
@@ -230,13 +232,8 @@ def _print(console: TextIO, measured: list[Any], comparisons: list[Comparison], 
         f"\nDollars per 1,000 turns ({assumptions.model_id}; {assumptions.sms_share:.0%} by SMS; "
         f"the model holds a function {assumptions.model_seconds_per_request:g} s a request)"
     )
-    say(f"{'history':>8} " + " ".join(f"{line[:14]:>14}" for line in LINES) + f" {'total':>9}")
-    for comparison in comparisons:
-        say(
-            f"{comparison.history:>8} "
-            + " ".join(f"{comparison.lines[line]:>14.5f}" for line in LINES)
-            + f" {comparison.total:>9.4f}"
-        )
+    for row in dollar_table(comparisons):
+        say(row)
     say(
         "\nMemory per 1,000 turns: ours (DynamoDB) | LangChain's store (DynamoDB) | AgentCore Memory (published "
         "prices); then the total per 1,000 turns with each"
@@ -248,6 +245,25 @@ def _print(console: TextIO, measured: list[Any], comparisons: list[Comparison], 
             f"{c.history:>8} | ${c.ours_memory:.4f} | {peer} | ${c.agentcore_memory:.4f}; "
             f"totals ${c.total:.4f} | {peer_total} | ${c.agentcore_total:.4f}"
         )
+
+
+TABLE_HEADER = "per 1,000 turns, at history"
+LINE_WIDTH = max(len(line) for line in (*LINES, "total", TABLE_HEADER)) + 2
+HISTORY_WIDTH = 11
+
+
+def dollar_table(comparisons: Sequence[Comparison]) -> list[str]:
+    """Dollars per 1,000 turns, one row per line of the bill and one column per history length:
+    every name whole, and within 100 columns for up to six lengths."""
+    rows = [
+        f"{'per 1,000 turns, at history':<{LINE_WIDTH}}"
+        + "".join(f"{c.history:>{HISTORY_WIDTH},}" for c in comparisons)
+    ]
+    rows += [
+        f"{line:<{LINE_WIDTH}}" + "".join(f"{c.lines[line]:>{HISTORY_WIDTH}.5f}" for c in comparisons) for line in LINES
+    ]
+    rows.append(f"{'total':<{LINE_WIDTH}}" + "".join(f"{c.total:>{HISTORY_WIDTH}.4f}" for c in comparisons))
+    return rows
 
 
 if __name__ == "__main__":

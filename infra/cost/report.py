@@ -173,7 +173,7 @@ def markdown(figures: dict[str, Any]) -> str:
         "  (1 for a Query or PutItem, 0.5 for a GetItem or UpdateItem, whatever the sizes) and with",
         "  nothing for TransactWriteItems, which a turn's writes are. The *moto reported* column shows",
         "  what it said. On AWS, DynamoDB reports the real figures: the `ConsumedReadCapacity` and",
-        "  `ConsumedWriteCapacity` metrics per turn (issue 17's telemetry) check these;",
+        "  `ConsumedWriteCapacity` metrics per turn (the functions' telemetry) check these;",
         "- DynamoDB storage: the bytes a turn adds (with DynamoDB's 100 bytes an item), for as long as",
         "  they stay (our messages' TTL, `MESSAGE_TTL_DAYS`; LangChain's item has none: the same 12 months",
         "  assumed), at the price per GB-month;",

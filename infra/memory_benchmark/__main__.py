@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from infra.local_data import local_folder
 from infra.local_stack import LocalStack
 from infra.memory_benchmark import report
 from infra.memory_benchmark.aws import BedrockRecorder, has_credentials, model_endpoint
@@ -154,7 +155,7 @@ def parser() -> argparse.ArgumentParser:
         help=f"the judge's Bedrock model id with --aws (default: ${JUDGE_MODEL_ENV}, else {DEFAULT_MODEL_ID})",
     )
     p.add_argument("--report", type=Path, help="only rewrite the report from a memory-benchmark.json")
-    p.add_argument("--out", type=Path, default=Path(".local"))
+    p.add_argument("--out", type=Path, default=local_folder())
     p.add_argument("-v", "--verbose", action="store_true", help="print the log lines instead of writing them")
     return p
 

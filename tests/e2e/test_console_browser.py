@@ -182,3 +182,61 @@ def test_chat_see_the_plan_switch_users_text_link_and_erase(
     assert "Beginner" not in answer(browser, "fitness_level").text
     assert phone not in text_of(browser, "phones")
     assert "Erased" in text_of(browser, "notice")
+
+
+def row_text(driver: WebDriver, step: str, field: str) -> str:
+    return str(driver.find_element(By.CSS_SELECTOR, f'#answers tr[data-path="answers.{step}.{field}"]').text)
+
+
+CLOCK = r"\d{1,2}:\d{2}:\d{2}(?:\s?[AP]M)?"
+
+
+def test_the_memory_panel_shows_each_answer_plainly_and_fits_1280_px(browser: WebDriver, console_url: str) -> None:
+    """What a person reads in the memory panel, as text: a plain answer, a corrected one with its
+    earlier value, a profile fact; each with when and in which message it was said. The page opens
+    on the chat's default user and nothing sits off-screen at 1280 px."""
+    browser.set_window_size(1280, 900)
+    try:
+        browser.get(console_url + "/")  # no user in the address: the chat's default user
+        wait(browser, idle)
+        assert browser.execute_script("return document.body.dataset.user") == "local-user"
+        user = f"plain-{uuid.uuid4().hex[:6]}"
+        switch(browser, user)
+        send(browser, "Hi! My name is Ana")
+        send(browser, "beginner")
+        # A long word (a pasted link) must wrap inside its column, not push the panel wider.
+        send(browser, "I run twice a week: strava.com/athletes/" + "0123456789abcdef" * 8)
+        assert re.fullmatch(
+            rf"fitness level\nbeginner\nsaid {CLOCK} in “beginner”",
+            row_text(browser, "fitness_assessment", "fitness_level"),
+        ), row_text(browser, "fitness_assessment", "fitness_level")
+        send(browser, "actually I'm intermediate now")
+        corrected = row_text(browser, "fitness_assessment", "fitness_level")
+        assert re.fullmatch(
+            rf"fitness level\nintermediate\nsaid {CLOCK} in “actually I'm intermediate now”\n"
+            rf"earlier: “beginner” \(said {CLOCK}, until {CLOCK}\)",
+            corrected,
+        ), corrected
+        profile = text_of(browser, "profile")
+        # A profile fact, and the profile's copy of the level, each from the message that said it.
+        assert re.fullmatch(
+            rf"name: Ana\nsaid {CLOCK} in “Hi! My name is Ana”\n"
+            rf"level: intermediate\nsaid {CLOCK} in “actually I'm intermediate now”",
+            profile,
+        ), profile
+        panel = text_of(browser, "memory-panel")
+        for raw in ("{'value'", "mappingproxy", "said_in", "'previous'"):
+            assert raw not in panel
+        cost = text_of(browser, "fig-cost")
+        assert cost.startswith("$"), cost
+        assert "issue" not in cost, cost
+        assert "issue" not in cost, cost
+        # Nothing hidden behind a scroll bar: the page, and each panel, no wider than its box.
+        widths = browser.execute_script(
+            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth,"
+            " ...[...document.querySelectorAll('.panel')].flatMap(p => [p.scrollWidth, p.clientWidth])]"
+        )
+        pairs = list(zip(widths[::2], widths[1::2], strict=True))
+        assert all(scroll <= client for scroll, client in pairs), pairs
+    finally:
+        browser.set_window_size(1600, 1000)

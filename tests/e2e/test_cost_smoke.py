@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from infra.cost.__main__ import LINE_WIDTH
+from infra.cost.ledger import LINES
 from tests.support.readme import readme_line, run_line, sandbox
 
 pytestmark = pytest.mark.e2e
@@ -57,12 +59,20 @@ def test_the_quick_cost_ledger_runs_and_prices_measured_turns(tmp_path: Path) ->
     assert float(peer[1][1]) > 2 * float(peer[0][1])  # it reads its whole history...
     assert float(peer[1][2]) > 2 * float(peer[0][2])  # ...and writes it back whole, every turn
 
-    dollars = re.findall(rf"^\s+(\d+)\s+{_numbers(10)}$", out, flags=re.MULTILINE)
-    assert [int(row[0]) for row in dollars] == [20, 200]
-    for row in dollars:
-        lines = [float(value) for value in row[1:10]]
+    # The dollar table: one row per line of the bill, one column per history (issue 29: readable
+    # at 100 columns, every name whole).
+    table = out.split("per 1,000 turns, at history", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert table[0].split() == ["20", "200"]
+    assert all(len(row) <= 100 for row in table)
+    by_line = {row[:LINE_WIDTH].strip(): [float(v) for v in row[LINE_WIDTH:].split()] for row in table[1:]}
+    assert list(by_line) == [*LINES, "total"]
+    dollars = [
+        (history, [by_line[line][column] for line in LINES], by_line["total"][column])
+        for column, history in enumerate((20, 200))
+    ]
+    for _, lines, total in dollars:
         assert all(value > 0 for value in lines)
-        assert float(row[10]) == pytest.approx(sum(lines), abs=1e-3)
+        assert total == pytest.approx(sum(lines), abs=1e-3)
     memory = re.findall(
         r"^\s+(\d+) \| \$([\d.]+) \| \$([\d.]+) \| \$([\d.]+); totals \$([\d.]+) \| \$([\d.]+) \| \$([\d.]+)$",
         out,
@@ -71,7 +81,7 @@ def test_the_quick_cost_ledger_runs_and_prices_measured_turns(tmp_path: Path) ->
     assert [int(row[0]) for row in memory] == [20, 200]
     for row, priced in zip(memory, dollars, strict=True):
         ours, theirs, agentcore, total, peer_total, agentcore_total = (float(value) for value in row[1:])
-        assert total == pytest.approx(float(priced[10]), abs=1e-3)
+        assert total == pytest.approx(priced[2], abs=1e-3)
         assert peer_total - total == pytest.approx(theirs - ours, abs=1e-3)  # only the memory differs
         assert agentcore_total - total == pytest.approx(agentcore - ours, abs=1e-3)
 

@@ -53,7 +53,7 @@ def test_turn_n_sees_turns_1_to_n_minus_1(local_stack: LocalStack, user_id: str)
         assert reply.endswith(question)
     assert "“A stiff left shoulder”" in replies[-2]
     # The last answer completed the step: its tool saved it and the coach moved to goal setting.
-    assert "that step is done" in replies[-1]
+    assert "That step is done" in replies[-1]
     before = len(local_stack.bedrock.requests)
     _chat(user_id, "Thanks!")
     system = local_stack.bedrock.requests[before].system_text

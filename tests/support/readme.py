@@ -1,4 +1,5 @@
-"""The README's commands, exactly as written, for the tests that run them.
+"""The documented commands (README.md and docs/local-development.md, where the README's reference
+material lives), exactly as written, for the tests that run them.
 
 Every line of a ```sh block is a command a newcomer types. A block whose first line is
 `# needs AWS` is not run by the tests; every other line is, by a test that names it in
@@ -17,11 +18,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+DOCUMENTED = (README, REPO / "docs" / "local-development.md")
 NEEDS_AWS = "# needs AWS"
 
 
 def sh_blocks(text: str | None = None) -> list[list[str]]:
-    text = README.read_text(encoding="utf-8") if text is None else text
+    if text is None:
+        text = "\n".join(path.read_text(encoding="utf-8") for path in DOCUMENTED)
     return [block.strip("\n").splitlines() for block in re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL)]
 
 
@@ -32,7 +35,7 @@ def commands_run_by_tests() -> list[str]:
         if block and block[0].strip() == NEEDS_AWS:
             continue
         lines += [line for line in block if line.strip() and not line.lstrip().startswith("#")]
-    return lines
+    return list(dict.fromkeys(lines))  # a command the README and docs/ both show is one command
 
 
 def readme_line(starting: str) -> str:

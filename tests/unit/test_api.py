@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 
 from functions.api.app import accepts_event_stream, create_app
 from infra.bedrock_emulator import BedrockEmulator
+from infra.bedrock_emulator.coach import CoachReply, ToolCall
 from infra.bedrock_emulator.server import Fault
 from onboarding.account import AccountService
 from onboarding.persistence import Repositories
@@ -351,8 +352,13 @@ async def test_a_resend_returns_the_reply_byte_for_byte_even_after_a_tool_round(
     """The first answer had text before and after a tool call (two model rounds); a resend, as
     JSON or as a stream, returns exactly what was sent the first time, not only the last round."""
     await client.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
+    # The local coach speaks once, after its tools (issue 29); a model may also speak before them.
+    save = ToolCall("tooluse_resend0000000000000", "save_fitness_assessment", {"fitness_level": "beginner"})
+    emulator.script(CoachReply("Thanks! ", (save,)))
+    emulator.script(CoachReply("Noted your fitness level."))
     body = {"message": "I'm a beginner", "clientMessageId": "app-answer-1"}
     first = (await client.post("/chat", json=body, headers=identity("user-1"))).json()
+    assert first["reply"] == "Thanks! Noted your fitness level."
     rounds = [m for m in store.conversations.load_turn("user-1", 20).messages if m.role == "assistant"]
     assert any(m.tool_calls and m.content for m in rounds)  # a round with text and a tool call
     calls = len(emulator.requests)

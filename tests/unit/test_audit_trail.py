@@ -27,7 +27,7 @@ from tests.unit.test_api import identity
 pytestmark = pytest.mark.unit
 
 # A message no code or fixture could produce by itself: if it shows up in an audit field, it leaked.
-DISTINCTIVE = "my knee-injury zebra-quartz 4471"
+DISTINCTIVE = "zebra-quartz 4471, a made-up word pair"  # answers no onboarding item: a turn without tools
 RECORD_ATTRIBUTES = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 

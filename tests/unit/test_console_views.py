@@ -201,3 +201,31 @@ def test_changed_paths_name_what_a_turn_changed(service: TurnService, store: Rep
     assert "summary" in changed
     assert "answers.fitness_assessment.fitness_level" in changed
     assert "step" not in changed
+
+
+def test_an_answer_reads_as_its_value_with_its_time_and_earlier_values(
+    dynamodb: Any, settings: Settings, store: Repositories
+) -> None:
+    """The answer record the library stores ({value, said_in, said_at, previous}) reaches the page
+    as its parts, never as the record's text (the console once showed `{'value': ...}`)."""
+    from onboarding.model.answers import Answer, PreviousValue
+    from tests.support.seed import save_state
+
+    corrected = Answer("80 kg", "m2", T1, (PreviousValue("85 kg", "m1", T0, T1),))
+    saved = {
+        "fitness_assessment": {
+            "fitness_level": Answer("beginner", "m0", T0).stored(),
+            "age_and_body": corrected.stored(),
+        }
+    }
+    save_state(dynamodb, settings.table_name, "u", OnboardingState(agent_context=saved))
+    view = memory_view(store, "u", personal=True)
+    level = next(a for a in view.answers if a.field == "fitness_level")
+    assert (level.value, level.said_at, level.said_in, level.earlier) == ("beginner", T0, "m0", [])
+    body = next(a for a in view.answers if a.field == "age_and_body")
+    assert body.value == "80 kg"
+    assert [(e.value, e.said_at, e.replaced_at) for e in body.earlier] == [("85 kg", T0, T1)]
+    hidden = memory_view(store, "u", personal=False)
+    assert "85 kg" not in hidden.model_dump_json()
+    assert "mappingproxy" not in view.model_dump_json()
+    assert "'value'" not in view.model_dump_json()

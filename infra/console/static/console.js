@@ -109,10 +109,29 @@ function renderRequests(requests) {
 }
 
 // ---- the memory ----
-function provenance(origin) {
-  if (!origin) return "";
-  const when = origin.savedAt ? new Date(origin.savedAt).toLocaleTimeString() : "";
-  return `${origin.tool} ${when}${origin.userSaid ? ` ← “${origin.userSaid}”` : ""}`;
+const clock = (at) => (at ? new Date(at).toLocaleTimeString() : "");
+
+// Where a value came from, in words: when it was said and the message that said it.
+function provenance(origin, saidAt = origin?.savedAt) {
+  if (!origin && !saidAt) return "";
+  const when = saidAt ? `said ${clock(saidAt)}` : "saved";
+  return origin?.userSaid ? `${when} in “${origin.userSaid}”` : when;
+}
+
+function answerCell(answer) {
+  const cell = el("td");
+  const value = answer.value ?? (answer.skipped ? "(skipped)" : "–");
+  cell.append(el("div", { className: answer.value == null ? "value muted" : "value", text: value }));
+  if (answer.value != null) {
+    const said = provenance(answer.provenance, answer.saidAt);
+    if (said) cell.append(el("div", { className: "said muted", text: said }));
+  }
+  for (const earlier of answer.earlier || []) {
+    const until = earlier.replacedAt ? `, until ${clock(earlier.replacedAt)}` : "";
+    const since = earlier.saidAt ? ` (said ${clock(earlier.saidAt)}${until})` : until ? ` (${until.slice(2)})` : "";
+    cell.append(el("div", { className: "earlier muted", text: `earlier: “${earlier.value}”${since}` }));
+  }
+  return cell;
 }
 
 function renderMemory(memory, changed = []) {
@@ -124,17 +143,17 @@ function renderMemory(memory, changed = []) {
   for (const answer of memory.answers) {
     if (answer.step !== step) {
       step = answer.step;
-      rows.push(el("tr", { className: "step-row" }, el("td", { colspan: "3", text: step.replaceAll("_", " ") })));
+      rows.push(el("tr", { className: "step-row" }, el("td", { colspan: "2", text: step.replaceAll("_", " ") })));
     }
-    const value = answer.value ?? (answer.skipped ? "(skipped)" : "–");
     rows.push(el("tr", { "data-path": `answers.${answer.step}.${answer.field}`, title: answer.question },
-      el("td", { text: answer.field }), el("td", { text: value }), el("td", { className: "muted", text: provenance(answer.provenance) })));
+      el("td", { className: "item", text: answer.field.replaceAll("_", " ") }), answerCell(answer)));
   }
   $("answers").tBodies[0].replaceChildren(...rows);
   $("profile").replaceChildren(
     ...memory.profile.map((entry) =>
       el("li", { "data-path": entry.field === "other" ? `profile.other.${entry.value}` : `profile.${entry.field}` },
-        el("strong", { text: `${entry.field}: ` }), entry.value, el("div", { className: "muted", text: provenance(entry.provenance) }))),
+        el("strong", { text: `${entry.field.replaceAll("_", " ")}: ` }), entry.value,
+        el("div", { className: "said muted", text: provenance(entry.provenance) }))),
   );
   if (!memory.profile.length) $("profile").append(el("li", { className: "muted", text: "nothing yet" }));
   $("summary").textContent = memory.summary ?? "(no summary yet)";
@@ -154,7 +173,7 @@ function renderFigures(record, browser = {}) {
   const ops = Object.entries(f.dynamodb.byOperation).map(([name, count]) => `${name} ${count}`).join(", ");
   $("fig-dynamodb").textContent = `${f.dynamodb.requests}${ops ? ` (${ops})` : ""}${f.dynamodb.failed ? `, ${f.dynamodb.failed} failed` : ""}`;
   $("fig-capacity").textContent = `${f.dynamodb.capacityUnits}` + (f.dynamodb.requestsWithoutCapacity ? ` (+ ${f.dynamodb.requestsWithoutCapacity} requests the table gave no figure for)` : "");
-  $("fig-cost").textContent = f.costUsd == null ? f.costNote : `$${f.costUsd}`;
+  $("fig-cost").textContent = f.costUsd == null ? `– (${f.costNote})` : `$${f.costUsd.toFixed(6)} (${f.costNote})`;
 }
 
 function showTurn(record, browser = state.measured[record.turnId] || {}) {
@@ -329,7 +348,8 @@ async function start() {
     const turn = state.turns.find((t) => t.record.turnId === $("turns").value);
     if (turn) showTurn(turn.record, turn.browser);
   });
-  const initial = decodeURIComponent(location.hash.slice(1)) || users.users[0] || "me";
+  // The chat's default user first: `infra.chat` and this page show the same memory.
+  const initial = decodeURIComponent(location.hash.slice(1)) || s.defaultUser;
   await guarded(() => loadUser(initial))();
   document.body.dataset.ready = "true";
 }
