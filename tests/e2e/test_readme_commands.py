@@ -191,7 +191,10 @@ def test_the_local_development_commands_as_written(tmp_path: Path) -> None:
         assert [(entry["message"], entry["who"], entry["whose"]) for entry in audit] == [
             ("Context access", "command:infra.inspect_prompt", "local-user")
         ]
-        assert "“I'm a beginner”" not in outputs[readme_line('echo "I')]  # the first message of a new user
+        # A new user's first message that answers the first question is kept, not asked again.
+        first = outputs[readme_line('echo "I')]
+        assert "fitness level: “I'm a beginner”" in first
+        assert "beginner, intermediate or advanced" not in first
     finally:
         stack.send_signal(signal.SIGINT)
         _, stderr = stack.communicate(timeout=60)
@@ -340,7 +343,8 @@ def test_invoke_the_api_function_with_an_event_file(tmp_path: Path) -> None:
     response = json.loads(completed.stdout[completed.stdout.index("{\n") :])
     assert response["statusCode"] == 200
     body = json.loads(response["body"])
-    assert body["reply"].endswith(QUESTIONS[0])
+    # The event's message answers the first question ("I'm a beginner ..."): kept, and the next asked.
+    assert body["reply"].endswith(QUESTIONS[1])
     assert body["userMessageId"]
     assert body["assistantMessageId"]
 
