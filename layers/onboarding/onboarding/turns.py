@@ -31,7 +31,7 @@ from onboarding.model.errors import (
 )
 from onboarding.model.messages import Message
 from onboarding.model.records import TurnContext
-from onboarding.model.text import is_blank
+from onboarding.model.text import is_blank, normalized_text
 from onboarding.orchestrator import OnboardingAgentOrchestrator, degraded_context, single_prompt_context
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import CLIENT_ID_PATTERN
@@ -105,10 +105,15 @@ class TurnService:
         Raises RateLimitedError, storing nothing, when the user is over the rate limit, and
         MessageOverBudgetError when the message alone is over the prompt's token budget.
         `caller` is who asks, for the audit trail (by default this function, for a `channel` turn).
+        The message is normalised first (`normalized_text`): a message blank without its controls
+        is refused like any blank one.
         """
         deadline, ledger = Deadline(self._limits.turn_deadline_s), TurnLedger(channel)
         if not user_id:
             raise InvalidMessageError("a user id is required")
+        # Normalised once, here where every channel's turn comes in: what is checked, stored and
+        # sent to the model is the same text (controls and bidi overrides removed; model/text.py).
+        message = normalized_text(message)
         self._check(message)
         since_ms = int((received_at or self._deps.clock()).timestamp() * 1000)
         store, rate_limit = self._deps.store, self._limits.rate_limit
