@@ -16,6 +16,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import Limits
+from onboarding.config.settings import kept_prompt_tokens
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import message_texts
 from onboarding.llm.tools import build_tools
@@ -269,7 +270,7 @@ def test_a_reply_after_an_idle_gap_belongs_to_the_conversation_before() -> None:
     cls=st.sampled_from(list(AGENT_CLASSES.values())),
     messages=conversations(max_turns=25),
     current=st.one_of(content, st.text(min_size=1000, max_size=30_000).filter(str.strip)),
-    budget=st.integers(min_value=1500, max_value=12_000),
+    budget=st.integers(min_value=2_000, max_value=12_000),
     summary=st.one_of(st.none(), st.text(min_size=1, max_size=8000)),
 )
 def test_the_prompt_never_exceeds_the_budget(
@@ -286,9 +287,12 @@ def test_the_prompt_never_exceeds_the_budget(
     refused with a clear error because the instructions and the message alone do not fit."""
     history = OnboardingAgentOrchestrator._format_history(messages)
     context = OnboardingAgentContext(user_id="u", conversation_history=history, summary=summary)
-    allowance = min(1000, budget // 2)
-    # The fold's token limit (not the prompt's) must leave room next to the allowance: the smallest.
-    limits = Limits(token_budget=budget, system_prompt_allowance=allowance, window_max_tokens=100)
+    # The smallest allowance the settings accept (values of 20 characters); the fold's token limit
+    # (not the prompt's) must leave room next to it: the smallest.
+    allowance = kept_prompt_tokens(20)
+    limits = Limits(
+        token_budget=budget, system_prompt_allowance=allowance, profile_value_chars=20, window_max_tokens=100
+    )
     agent = cls(context, llm, limits)
     system_tokens = count_tokens(agent.get_system_prompt()) + MESSAGE_OVERHEAD_TOKENS
     if system_tokens + count_tokens(current) + MESSAGE_OVERHEAD_TOKENS > budget:

@@ -149,7 +149,7 @@ def test_a_fold_is_due_once_the_window_is_over_window_max_tokens() -> None:
         for i in range(8)
     ]
     assert not fold_due(messages, 0, None, Limits().fold)
-    assert fold_due(messages, 0, None, Limits(window_max_tokens=100, system_prompt_allowance=500).fold)
+    assert fold_due(messages, 0, None, Limits(window_max_tokens=100).fold)
 
 
 @observes("summary_max_tokens", "fold_read_limit")

@@ -19,6 +19,25 @@ from onboarding.config.policies import (
 
 DEFAULT_MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
+# What the system prompt always shows (docs/decisions/0011, "A prompt that always fits"): our own
+# text, at most PROMPT_INSTRUCTIONS_TOKENS in any step and mode (with the memory sections' headers
+# and the line naming what gave way: tests/unit/test_prompt_fitting.py holds it to that), and
+# PROMPT_KEPT_VALUES saved values: the current step's answers (four a step) and the client's name
+# (in "Address as" and the returning client's greeting). A value is at most PROFILE_VALUE_CHARS
+# characters, each at most 3 estimated tokens (a character outside the BMP), and its line adds at
+# most PROMPT_VALUE_LINE_TOKENS ("- fitness_assessment.current_activity: ... (corrected <day>; ...)").
+PROMPT_INSTRUCTIONS_TOKENS = 1_100
+PROMPT_KEPT_VALUES = 6
+PROMPT_VALUE_LINE_TOKENS = 40
+WORST_TOKENS_PER_CHAR = 3
+
+
+def kept_prompt_tokens(value_chars: int) -> int:
+    """The most estimated tokens of what the system prompt always shows, for values of `value_chars`."""
+    return PROMPT_INSTRUCTIONS_TOKENS + PROMPT_KEPT_VALUES * (
+        WORST_TOKENS_PER_CHAR * value_chars + PROMPT_VALUE_LINE_TOKENS
+    )
+
 
 class Limits(_FromEnv):
     """Every tunable limit, with its default. (`Settings` adds the deployment's names.)"""
@@ -75,7 +94,8 @@ class Limits(_FromEnv):
     erase_confirmation_window_s: int = Field(default=600, ge=60, le=24 * 3600)  # DELETE MY DATA, then YES DELETE
     link_codes_per_window: int = Field(default=5, ge=1, le=1000)  # phone-link codes a user may create...
     link_code_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)  # ... in this many seconds
-    profile_value_chars: int = Field(default=300, ge=20, le=4000)
+    # Sized against SYSTEM_PROMPT_ALLOWANCE: what the prompt always shows must fit it (`_limits_agree`).
+    profile_value_chars: int = Field(default=200, ge=20, le=4000)
     profile_other_facts: int = Field(default=20, ge=0, le=200)
     # Earlier values kept per answer after corrections (the first one always stays; decision 0020).
     answer_history_values: int = Field(default=10, ge=1, le=100)
@@ -152,6 +172,13 @@ class Limits(_FromEnv):
         # Between folds the whole unsummarized window must fit next to the system prompt...
         if self.system_prompt_allowance + self.window_max_tokens >= self.token_budget:
             raise ValueError("TOKEN_BUDGET must exceed SYSTEM_PROMPT_ALLOWANCE + WINDOW_MAX_TOKENS")
+        # ... and what the system prompt always shows must fit its allowance, or a user with a rich
+        # memory would be refused every message (the rest of the memory gives way: decision 0011).
+        if (kept := kept_prompt_tokens(self.profile_value_chars)) > self.system_prompt_allowance:
+            raise ValueError(
+                f"SYSTEM_PROMPT_ALLOWANCE must hold the instructions and the current step's answers at "
+                f"PROFILE_VALUE_CHARS={self.profile_value_chars}: at least {kept} tokens"
+            )
         # ... and the turn's Query must reach back over all of it, or the messages beyond the read
         # would be in neither the prompt nor the summary.
         if self.window_max_messages > self.history_load_limit:
