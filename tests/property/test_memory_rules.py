@@ -21,7 +21,7 @@ from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import message_texts
 from onboarding.llm.tools import build_tools
 from onboarding.memory.conversations import conversation_start, is_reset_command
-from onboarding.memory.fold import fold_candidates, fold_due
+from onboarding.memory.fold import fold_batch, fold_candidates, fold_reach, read_reached_summary
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, fit_window, message_tokens, units_of, window_candidates
@@ -183,8 +183,8 @@ def test_for_any_window_setting_the_window_and_the_summary_cover_every_message(
     messages: list[Message], limits: Limits
 ) -> None:
     """Regression (the window/fold drift): the product's turns replayed with a fold after each, as
-    `onboarding.turn` runs it (fold_due over what the turn read plus what it stored, then
-    fold_candidates over the unsummarized messages with `limits.fold`). Before every turn, every
+    `onboarding.folding` runs it (fold_reach over what the turn read plus what it stored, then
+    fold_batch over the oldest unsummarized messages with `limits.fold`). Before every turn, every
     message since the conversation start that the summary does not cover (`through_message_id`) is
     in the window of the agent `OnboardingAgentOrchestrator.prepare` builds from the turn's read
     (the newest `history_load_limit` messages), whole and in order; an earlier conversation's
@@ -216,13 +216,15 @@ def test_for_any_window_setting_the_window_and_the_summary_cover_every_message(
         summary_lines = (agent.context.summary or "").split("\n")
         for line in transcript_lines([m for m in stored[:start] if not covered(m)]):
             assert f"- {line}" in summary_lines
-        # The turn is stored, then folded as `onboarding.turn.TurnDependencies.fold` folds it.
+        # The turn is stored, then folded as `onboarding.folding.fold_summary` folds it.
         new = messages[turn_start:next_start]
         fold_now = _at(new[-1])
         seen = [*loaded.messages, *new]
-        if fold_due(seen, conversation_start(seen, fold_now, rules), through, policy):
-            unsummarized = [m for m in messages[:next_start] if not covered(m)][-limits.fold_read_limit :]
-            due = fold_candidates(unsummarized, conversation_start(unsummarized, fold_now, rules), None, policy)
+        reached = read_reached_summary(loaded.messages, limits.history_load_limit, through)
+        reach = fold_reach(seen, conversation_start(seen, fold_now, rules), through, policy, reached)
+        if reach is not None:
+            oldest = [m for m in messages[:next_start] if not covered(m)][: limits.fold_read_limit]
+            due = fold_batch(oldest, reach, limits.fold_max_tokens, len(oldest) < limits.fold_read_limit)
             if due:
                 through = due[-1].message_id
 

@@ -66,7 +66,7 @@ class PhoneLinking:
         for _ in range(limits.memory_write_attempts):
             kept = store.conversations.load_memory(kept_user)
             kept_summary = store.conversations.load_summary(kept_user)
-            after = store.conversations.messages_after(kept_user, kept_summary, limits.fold_read_limit)
+            after = store.conversations.oldest_unsummarized(kept_user, kept_summary, limits.fold_read_limit)
             uncovered = [m for m in after if m.message_id not in joining_ids] + joining_uncovered
             summary = merge_summaries(kept_summary, joining.summary, uncovered, limits.summary_max_tokens)
             try:

@@ -62,8 +62,10 @@ class Limits(_FromEnv):
     history_load_limit: int = Field(default=20, ge=1, le=1000)
     history_page_max: int = Field(default=100, ge=1, le=1000)
     history_page_size: int = Field(default=20, ge=1, le=1000)  # a /history page when the app names no limit
-    # The fold's own read, when one is due: the unsummarized messages, newest this many.
+    # The fold's own read, when one is due: the oldest unsummarized messages, this many; and the
+    # most estimated tokens of them one fold summarises (a backlog is caught up over several turns).
     fold_read_limit: int = Field(default=200, ge=2, le=5000)
+    fold_max_tokens: int = Field(default=8_000, ge=100, le=100_000)
     max_message_bytes: int = Field(default=32 * 1024, ge=1, le=256 * 1024)
     rate_limit_messages: int = Field(default=20, ge=0, le=10_000)  # 0: no limit
     rate_limit_window_s: int = Field(default=60, ge=1, le=24 * 3600)
@@ -125,6 +127,7 @@ class Limits(_FromEnv):
         "history_page_max": "HISTORY_PAGE_MAX",
         "history_page_size": "HISTORY_PAGE_SIZE",
         "fold_read_limit": "FOLD_READ_LIMIT",
+        "fold_max_tokens": "FOLD_MAX_TOKENS",
         "max_message_bytes": "MAX_MESSAGE_BYTES",
         "rate_limit_messages": "RATE_LIMIT_MESSAGES",
         "rate_limit_window_s": "RATE_LIMIT_WINDOW_S",
