@@ -99,7 +99,9 @@ class TurnService:
         Without a client message id the context is loaded before the message is stored, so the
         current message is not also part of its own history. With one (the app's own id for the
         message, or Twilio's MessageSid), a repeated delivery stores nothing: it replays the
-        stored reply, or, if the first delivery never finished, answers the stored message.
+        stored reply; while the first delivery is still answering, TurnInProgressError (no model
+        call); if the first delivery failed or was abandoned, it answers the stored message,
+        counted by the rate limit (decision 0009).
         `received_at` is when the message reached us (a queued text's arrival; now by default):
         if the user was erased since, nothing of the turn is stored (UserErasedError).
         Raises RateLimitedError, storing nothing, when the user is over the rate limit, and
@@ -142,7 +144,16 @@ class TurnService:
             loaded = await self._context(user_id, features, caller, claimed.user_message.message_id)
         user_message = claimed.user_message
         return self._turn(
-            user_id, loaded, message, user_message, deadline, since_ms, ledger, features, client_message_id
+            user_id,
+            loaded,
+            message,
+            user_message,
+            deadline,
+            since_ms,
+            ledger,
+            features,
+            client_message_id,
+            claimed.lease,
         )
 
     async def _context(
@@ -182,6 +193,7 @@ class TurnService:
         ledger: TurnLedger,
         features: MemoryFeatures,
         client_message_id: str | None = None,
+        lease: str | None = None,
     ) -> Turn:
         prepared = self._orchestrator.prepare(user_id, loaded, user_message, features)
         fixed_reply = None
@@ -196,5 +208,14 @@ class TurnService:
         ledger.memory_unavailable = prepared.memory_unavailable
         turn_received(ledger)
         return Turn(
-            prepared, self._deps, message, user_message, deadline, since_ms, ledger, client_message_id, fixed_reply
+            prepared,
+            self._deps,
+            message,
+            user_message,
+            deadline,
+            since_ms,
+            ledger,
+            client_message_id,
+            fixed_reply,
+            lease=lease,
         )

@@ -82,6 +82,17 @@ class BaseOnboardingAgent(ABC):
         self.produced: list[Message] = []
         """What this turn added after the user's message: tool calls, tool results, the reply."""
         self.input_tokens = self.output_tokens = 0  # the model's usage over every try of the turn
+        # A model call under way whose usage has not come (Bedrock reports it at the stream's end):
+        # our estimate of its input, and of its output so far. A turn cut off mid-reply still spent them.
+        self._in_flight: list[int] | None = None
+
+    def spent(self) -> tuple[int, int, bool]:
+        """Input and output tokens of the turn's model calls so far, and whether some are our
+        estimate: a call cut off mid-reply (the client went away, the stream broke) never gets
+        Bedrock's count, so its prompt's estimate and the estimate of what it said count instead."""
+        if self._in_flight is None:
+            return self.input_tokens, self.output_tokens, False
+        return self.input_tokens + self._in_flight[0], self.output_tokens + self._in_flight[1], True
 
     def _fresh_working_copy(self) -> WorkingCopy:
         state = self.context.onboarding_state(self.agent_type)
@@ -187,19 +198,21 @@ class BaseOnboardingAgent(ABC):
         for round_number in range(self.limits.max_tool_rounds + 1):
             chunks: list[AIMessageChunk] = []
             separate = bool(said) and not said[-1].isspace()
+            prompt_tokens = self._round_prompt_tokens()
             async for chunk in model.astream(messages):
+                if not chunks:  # the model is answering: it read the prompt
+                    self._in_flight = [prompt_tokens, 0]
                 chunks.append(chunk)  # type: ignore[arg-type]
                 text = str(chunk.text)
                 if text:
                     if separate:
                         text, separate = " " + text, False
                     said += text
+                    self._in_flight = [prompt_tokens, (self._in_flight or [0, 0])[1] + count_tokens(text)]
                     yield text
             # Merged once at the end: adding each chunk to the ones before re-merges them all every time.
             gathered = (chunks[0] + chunks[1:]) if chunks else None
-            if gathered is not None and gathered.usage_metadata:
-                self.input_tokens += gathered.usage_metadata.get("input_tokens", 0)
-                self.output_tokens += gathered.usage_metadata.get("output_tokens", 0)
+            self._settle_usage(gathered)
             calls = list(gathered.tool_calls) if gathered is not None else []
             text = _text(gathered)
             if not calls or round_number == self.limits.max_tool_rounds:
@@ -215,6 +228,23 @@ class BaseOnboardingAgent(ABC):
                 messages.append(ToolMessage(content=result, tool_call_id=str(call["id"])))
             messages[0] = self._rebuilt_system()
         self.working.finish_turn()
+
+    def _round_prompt_tokens(self) -> int:
+        """Our estimate of what a model call of this turn reads: the planned prompt and the tool
+        exchange so far (the tool definitions are not in the budget, nor here)."""
+        planned = self._plan.total_tokens if self._plan is not None else 0
+        return planned + sum(message_tokens(message) for message in self.produced)
+
+    def _settle_usage(self, gathered: AIMessageChunk | None) -> None:
+        """A call that finished: Bedrock's count of its tokens (our estimate if it sent none)."""
+        usage = gathered.usage_metadata if gathered is not None else None
+        if usage:
+            self.input_tokens += usage.get("input_tokens", 0)
+            self.output_tokens += usage.get("output_tokens", 0)
+        elif self._in_flight is not None:
+            self.input_tokens += self._in_flight[0]
+            self.output_tokens += self._in_flight[1]
+        self._in_flight = None
 
     @staticmethod
     async def _run_tool(by_name: Mapping[str, Any], name: str, args: Mapping[str, Any]) -> str:

@@ -18,6 +18,7 @@ from onboarding.config.policies import (
 )
 
 DEFAULT_MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+TURN_LEASE_MARGIN_S = 5.0  # clock differences between instances (Lambda keeps them within a second or so)
 
 # What the system prompt always shows (docs/decisions/0011, "A prompt that always fits"): our own
 # text, at most PROMPT_INSTRUCTIONS_TOKENS in any step and mode (with the memory sections' headers
@@ -245,6 +246,13 @@ class Limits(_FromEnv):
     @property
     def store_breaker(self) -> BreakerPolicy:
         return BreakerPolicy(self.store_circuit_failure_threshold, self.store_circuit_reset_s)
+
+    @property
+    def turn_lease_s(self) -> float:
+        """How long the delivery that answers a client message id holds it (decision 0009): a turn
+        ends by TURN_DEADLINE_S, and the instances' clocks may differ by a few seconds. A copy that
+        arrives meanwhile is told to try again (409 in_progress); after it, the id is free again."""
+        return self.turn_deadline_s + TURN_LEASE_MARGIN_S
 
     @property
     def rate_limit(self) -> RateLimit | None:

@@ -60,6 +60,7 @@ class TurnCommit:
     profile: UserProfile | None = None
     client_id: str | None = None  # with one, the reply is recorded as that message id's answer...
     reply_text: str = ""  # ... with the whole text the person was sent, for a resend to repeat
+    lease: str | None = None  # ... if this turn still holds the id (another may have taken it over)
     since_ms: int = 0  # when the turn began: refused if the user was erased after that
 
 
@@ -92,6 +93,10 @@ class ClaimedTurn:
     first: bool
     delivered: bool = False  # the reply reached the person (recorded by `mark_delivered`)
     reply_text: str | None = None  # the whole text the person was sent (None: not recorded)
+    # The token of this delivery's hold on the id while it answers (None: it holds none, a replay).
+    lease: str | None = None
+    # Until when (epoch ms) the delivery answering the id holds it (0: nobody answers it now).
+    lease_until_ms: int = 0
 
 
 @dataclass(frozen=True)
