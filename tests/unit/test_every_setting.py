@@ -705,10 +705,11 @@ async def test_history_pages_follow_history_page_size_and_max_over_http(dynamodb
 
 @pytest.fixture(scope="module")
 def every_setting() -> set[str]:
-    # Imported for their @observes registrations: the SMS settings', the feature flags' and the fold's tests.
+    # Imported for their @observes registrations: the SMS settings', the flags', the fold's and the link's tests.
     import tests.unit.test_every_flag_setting
     import tests.unit.test_every_sms_setting
-    import tests.unit.test_fold_catch_up  # noqa: F401
+    import tests.unit.test_fold_catch_up
+    import tests.unit.test_link_confirmation  # noqa: F401
 
     return {
         *Settings.model_fields,

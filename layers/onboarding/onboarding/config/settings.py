@@ -97,6 +97,10 @@ class Limits(_FromEnv):
     erase_confirmation_window_s: int = Field(default=600, ge=60, le=24 * 3600)  # DELETE MY DATA, then YES DELETE
     link_codes_per_window: int = Field(default=5, ge=1, le=1000)  # phone-link codes a user may create...
     link_code_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)  # ... in this many seconds
+    # LINK <code>, then YES within this many seconds: nothing is linked or merged before the phone agrees.
+    link_confirmation_window_s: int = Field(default=600, ge=60, le=24 * 3600)
+    link_failures_per_window: int = Field(default=5, ge=1, le=100)  # wrong codes one phone may send...
+    link_failure_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)  # ... then it is locked out till its end
     # Sized against SYSTEM_PROMPT_ALLOWANCE: what the prompt always shows must fit it (`_limits_agree`).
     profile_value_chars: int = Field(default=200, ge=20, le=4000)
     profile_other_facts: int = Field(default=20, ge=0, le=200)
@@ -151,6 +155,9 @@ class Limits(_FromEnv):
         "erase_confirmation_window_s": "ERASE_CONFIRMATION_WINDOW_S",
         "link_codes_per_window": "LINK_CODE_RATE_LIMIT",
         "link_code_window_s": "LINK_CODE_RATE_WINDOW_S",
+        "link_confirmation_window_s": "LINK_CONFIRMATION_WINDOW_S",
+        "link_failures_per_window": "LINK_FAILURE_LIMIT",
+        "link_failure_window_s": "LINK_FAILURE_WINDOW_S",
         "model_first_backoff_s": "BEDROCK_RETRY_FIRST_BACKOFF_S",
         "model_max_backoff_s": "BEDROCK_RETRY_MAX_BACKOFF_S",
         "client_record_lifetime_s": "CLIENT_RECORD_LIFETIME_S",
@@ -261,6 +268,11 @@ class Limits(_FromEnv):
     @property
     def link_code_rate_limit(self) -> RateLimit:
         return RateLimit(self.link_codes_per_window, self.link_code_window_s)
+
+    @property
+    def link_failure_limit(self) -> RateLimit:
+        """Wrong link codes one phone may text per fixed window; past them it is locked out."""
+        return RateLimit(self.link_failures_per_window, self.link_failure_window_s)
 
     @property
     def conversations(self) -> ConversationRules:

@@ -1,7 +1,7 @@
 """Owns the records that cross the persistence boundary: what a turn loads, what a claim finds,
 history pages, phone owners, link codes and the erasure receipt."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 from onboarding.model.messages import Message
@@ -111,6 +111,13 @@ class PhoneOwner:
     opted_out: bool
     merge_from: str | None = None
     erase_requested_until: int | None = None
+    # When the link that left `merge_from` was made (epoch ms): an erase of the owner after it
+    # refuses the merge's writes (0: not recorded, so any erase still marked refuses them).
+    merge_since_ms: int = 0
+    # The link code this phone texted (LINK <code>), waiting for its YES until `link_confirm_until`
+    # (epoch seconds).
+    link_code: str | None = None
+    link_confirm_until: int | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,10 @@ class ErasureReport:
     # expire within the hour; erasing them would let an erase reset the rate limit.
     kept_rate_counters: int = 0
 
+    def plus(self, other: "ErasureReport") -> "ErasureReport":
+        """Both erases counted together (an erase that took a pending merge's SMS-only user along)."""
+        return ErasureReport(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
     @property
     def total(self) -> int:
         return (
@@ -144,3 +155,12 @@ class ErasureReport:
             + self.link_codes
             + self.other_items
         )
+
+
+@dataclass(frozen=True)
+class ErasedMark:
+    """When a user was last erased (epoch ms), and into whom their memory was merged if a linked
+    phone's merge was why (None: the person erased it)."""
+
+    erased_at_ms: int
+    merged_into: str | None = None
