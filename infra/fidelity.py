@@ -209,6 +209,8 @@ class Client:
         self.channel = "sms"
         self.say(f"LINK {code}")
         self.records[-1].model_called = False  # answered by the webhook, not the coach
+        self.say("YES")  # the phone agrees to the link (nothing is linked before it does)
+        self.records[-1].model_called = False
 
 
 def _fact(name: str) -> Fact:
@@ -301,7 +303,7 @@ def score_baseline(client: Client, store: Repositories) -> None:
 
 
 def _user_turns(records: Sequence[TurnRecord]) -> list[TurnRecord]:
-    return [r for r in records if not r.text.startswith("LINK ")]
+    return [r for r in records if not r.text.startswith("LINK ") and r.text != "YES"]
 
 
 def summarize(records: Sequence[TurnRecord]) -> dict[str, Any]:

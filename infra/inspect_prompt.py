@@ -65,6 +65,9 @@ def render(prepared: PreparedTurn, plan: PromptPlan, personal_data: bool, out: T
     out.write(f"Budget: {plan.total_tokens} of {plan.budget} tokens (system {plan.system_tokens}, ")
     out.write(f"window {plan.window_tokens}, current message {plan.current_tokens})\n")
     out.write(f"Window: {len(plan.window)} messages; {plan.left_out} left out by the budget\n")
+    if plan.system_left_out:  # what of the memory the system prompt's allowance had no room for
+        gave_way = ", ".join(f"{count} {kind}" for kind, count in sorted(plan.system_left_out.items()))
+        out.write(f"System prompt: gave way to fit its allowance: {gave_way}\n")
     loaded = prepared.loaded
     out.write(f"Loaded: {len(loaded.messages)} messages, current conversation from #{prepared.conversation_start}; ")
     out.write(f"summary covers through {loaded.summary.through_message_id if loaded.summary else 'nothing'}\n")

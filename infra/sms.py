@@ -2,6 +2,7 @@
 
     uv run python -m infra.sms "Hi coach"       # on the running local stack, or a stack of its own
     uv run python -m infra.sms "LINK K7QM2XHP9A" --from +15551230001
+    uv run python -m infra.sms "YES" --from +15551230001        # the phone agrees to the link
 
 With `python -m infra.local_stack` running on --data-file, the text goes to that stack; without
 one, a stack of its own is started on the file for this text (and saved). --api and --twilio

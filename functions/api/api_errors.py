@@ -15,6 +15,7 @@ from onboarding.model.errors import (
     ModelUnavailableError,
     RateLimitedError,
     StoreError,
+    TurnInProgressError,
     UserErasedError,
 )
 
@@ -61,6 +62,7 @@ def _retry_after(error: Exception) -> int | None:
 # Most specific first: the first matching row answers.
 _TABLE: tuple[tuple[type[Exception], HTTPStatus, str], ...] = (
     (DuplicateMessageIdError, HTTPStatus.CONFLICT, "duplicate_message_id"),
+    (TurnInProgressError, HTTPStatus.CONFLICT, "in_progress"),
     (UserErasedError, HTTPStatus.CONFLICT, "user_erased"),
     (RateLimitedError, HTTPStatus.TOO_MANY_REQUESTS, "rate_limited"),
     (MessageTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "message_too_large"),

@@ -2,7 +2,7 @@
 
 Everything here comes from the turn's own objects: the loaded `TurnContext`, the orchestrator's
 `PreparedTurn` and the agent's `PromptPlan` (the same ones `infra.inspect_prompt` prints), split
-with the library's own functions (`llm.prompts.system_prompt_sections`, `memory.window`,
+with the library's own results (the plan's fitted sections, `memory.window`,
 `llm.summarizer.transcript_lines`); nothing is counted a second way.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from infra.console.schemas import LeftOut, PlanView, SectionView, ToolCallView, WindowMessage
 from infra.inspect_prompt import redact_system_prompt
 from onboarding.agents.base import PromptPlan
-from onboarding.llm.prompts import PromptSection, system_prompt_sections
+from onboarding.llm.prompt_fitting import PromptSection
 from onboarding.memory.tokens import count_tokens
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, message_tokens, unsummarized, window_candidates
@@ -38,19 +38,13 @@ class PromptSplitError(ValueError):
 def split_system_prompt(prepared: PreparedTurn, plan: PromptPlan) -> tuple[tuple[PromptSection, ...], int]:
     """The sections of `plan.system`, and how many of the summary's oldest lines the allowance cut.
 
-    The agent renders its prompt from its facts, dropping the summary's oldest lines until it fits
-    (`get_system_prompt`); the same facts with 0, 1, 2... lines dropped are rendered as sections
-    until their join is the plan's prompt, byte for byte.
+    The agent fitted its prompt to the allowance (llm/prompt_fitting.py) and the plan keeps the
+    sections it joined; they are checked to make the plan's prompt, byte for byte.
     """
-    agent = prepared.agent
-    lines = (agent.context.summary or "").splitlines()
-    for dropped in range(len(lines) + 1):
-        # The agent's own facts (a private helper of the library, read here only to split its prompt).
-        facts = agent._prompt_facts(lines[dropped:])
-        sections = system_prompt_sections(agent.agent_type, agent.context.agent_context, facts)
-        if "\n\n".join(section.text for section in sections) == plan.system:
-            return sections, dropped
-    raise PromptSplitError("the system prompt is not the join of its sections")
+    sections = plan.system_sections
+    if "\n\n".join(section.text for section in sections) != plan.system:
+        raise PromptSplitError("the system prompt is not the join of its sections")
+    return sections, plan.system_left_out.get("summary", 0)
 
 
 def _recap_count(prepared: PreparedTurn) -> int:
@@ -82,7 +76,7 @@ def _section_views(sections: Sequence[PromptSection], recap: int, personal: bool
         if section.kind == "summary":
             parts = _split_recap(section, recap)
         for kind, title, text in parts:
-            if personal or kind == "instructions":
+            if personal or kind in ("instructions", "left_out"):
                 visible = text
             elif kind == "recap":
                 visible = "\n".join(redacted(line) for line in text.split("\n"))

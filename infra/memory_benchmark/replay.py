@@ -200,6 +200,7 @@ class Replayer:
             if not self.linked:
                 code = self.http.post("/phone-links").json()["code"]
                 self._text(f"LINK {code}")
+                self._text("YES")  # the phone agrees to the link (nothing is linked before it does)
                 self.linked = True
             reply = self._text(text)
         else:

@@ -42,6 +42,7 @@ RUN_BY = {
     "curl -H 'Authorization: Bearer me' 'http://127.0.0.1:3000/history?limit=5'": LOCAL,
     "curl -X POST -H 'Authorization: Bearer me' http://127.0.0.1:3000/phone-links": LOCAL,
     'uv run python -m infra.sms "LINK <code>" --from +15551230001': LOCAL,
+    'uv run python -m infra.sms "YES" --from +15551230001': LOCAL,
     'uv run python -m infra.sms "Hi coach" --from +15551230001': LOCAL,
     "curl -H 'Authorization: Bearer me' http://127.0.0.1:3000/phones": LOCAL,
     "curl -X DELETE -H 'Authorization: Bearer me' http://127.0.0.1:3000/me": LOCAL,

@@ -139,7 +139,8 @@ def test_a_person_who_started_in_the_app_continues_by_text(gateway_stack: LocalS
     for message in ("Hi", "I'm a beginner"):
         assert HTTP.post(f"{api}/chat", json={"message": message}, headers=bearer(user_id)).status_code == 200
     code = HTTP.post(f"{api}/phone-links", headers=bearer(user_id)).json()["code"]
-    linked = text_sms(gateway_stack, "SMit0003", phone, f"LINK {code}")
+    assert "Reply YES" in text_sms(gateway_stack, "SMit0003", phone, f"LINK {code}").text
+    linked = text_sms(gateway_stack, "SMit0003b", phone, "YES")
     assert "Linked!" in linked.text
     assert HTTP.get(f"{api}/phones", headers=bearer(user_id)).json() == {"phones": [phone]}
 

@@ -89,14 +89,19 @@ def test_100_concurrent_turns_for_one_user_store_200_paired_messages(stack: Loca
 
 
 def test_one_client_message_id_delivered_5_times_at_once_and_again_is_one_turn(stack: LocalStack, user_id: str) -> None:
+    """At once: one delivery answers, the copies that arrive while it does are told to retry (409
+    `in_progress`, decision 0009); every later one replays the same turn."""
     body = {"message": "I'm a beginner", "clientMessageId": "resent-1"}
     concurrent = at_once(5, lambda _: chat(stack, user_id, body))
     sequential = [chat(stack, user_id, body) for _ in range(5)]
+    answered = [r for r in concurrent if r.status_code == 200]
+    assert answered
+    assert all(r.json()["error"] == "in_progress" for r in concurrent if r.status_code != 200)
     answers = {
-        (r.status_code, r.json()["userMessageId"], r.json()["assistantMessageId"]) for r in concurrent + sequential
+        (r.status_code, r.json()["userMessageId"], r.json()["assistantMessageId"]) for r in answered + sequential
     }
     assert len(answers) == 1, answers
-    assert {r.json()["reply"] for r in concurrent + sequential} == {concurrent[0].json()["reply"]}
+    assert {r.json()["reply"] for r in answered + sequential} == {answered[0].json()["reply"]}
     stored = [i for i in partition(stack, user_id) if i["sk"]["S"].startswith("MSG#")]
     assert sorted(i["role"]["S"] for i in stored) == ["assistant", "user"]
 

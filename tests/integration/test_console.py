@@ -128,7 +128,9 @@ def test_a_text_and_a_phone_link_go_through_the_sms_path(console: LocalStack) ->
     assert turn["figures"]["tokens"]["output"] > 0
     code = HTTP.post(f"{console.api_url}/phone-links", headers={"Authorization": f"Bearer {user}"}).json()["code"]
     link = {"from": phone, "text": f"LINK {code}", "userId": user}
-    linked = HTTP.post(f"{console.api_url}/console/api/sms", json=link)
+    asked = HTTP.post(f"{console.api_url}/console/api/sms", json=link).json()
+    assert asked["immediateReply"].startswith("Reply YES")  # nothing is linked before the phone agrees
+    linked = HTTP.post(f"{console.api_url}/console/api/sms", json=link | {"text": "YES"})
     body = linked.json()
     assert body["immediateReply"].startswith("Linked!")
     assert body["turn"]["status"] == "no_turn"

@@ -16,11 +16,12 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import Limits
+from onboarding.config.settings import kept_prompt_tokens
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import message_texts
 from onboarding.llm.tools import build_tools
 from onboarding.memory.conversations import conversation_start, is_reset_command
-from onboarding.memory.fold import fold_candidates, fold_due
+from onboarding.memory.fold import fold_batch, fold_candidates, fold_reach, read_reached_summary
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, fit_window, message_tokens, units_of, window_candidates
@@ -182,8 +183,8 @@ def test_for_any_window_setting_the_window_and_the_summary_cover_every_message(
     messages: list[Message], limits: Limits
 ) -> None:
     """Regression (the window/fold drift): the product's turns replayed with a fold after each, as
-    `onboarding.turn` runs it (fold_due over what the turn read plus what it stored, then
-    fold_candidates over the unsummarized messages with `limits.fold`). Before every turn, every
+    `onboarding.folding` runs it (fold_reach over what the turn read plus what it stored, then
+    fold_batch over the oldest unsummarized messages with `limits.fold`). Before every turn, every
     message since the conversation start that the summary does not cover (`through_message_id`) is
     in the window of the agent `OnboardingAgentOrchestrator.prepare` builds from the turn's read
     (the newest `history_load_limit` messages), whole and in order; an earlier conversation's
@@ -215,13 +216,15 @@ def test_for_any_window_setting_the_window_and_the_summary_cover_every_message(
         summary_lines = (agent.context.summary or "").split("\n")
         for line in transcript_lines([m for m in stored[:start] if not covered(m)]):
             assert f"- {line}" in summary_lines
-        # The turn is stored, then folded as `onboarding.turn.TurnDependencies.fold` folds it.
+        # The turn is stored, then folded as `onboarding.folding.fold_summary` folds it.
         new = messages[turn_start:next_start]
         fold_now = _at(new[-1])
         seen = [*loaded.messages, *new]
-        if fold_due(seen, conversation_start(seen, fold_now, rules), through, policy):
-            unsummarized = [m for m in messages[:next_start] if not covered(m)][-limits.fold_read_limit :]
-            due = fold_candidates(unsummarized, conversation_start(unsummarized, fold_now, rules), None, policy)
+        reached = read_reached_summary(loaded.messages, limits.history_load_limit, through)
+        reach = fold_reach(seen, conversation_start(seen, fold_now, rules), through, policy, reached)
+        if reach is not None:
+            oldest = [m for m in messages[:next_start] if not covered(m)][: limits.fold_read_limit]
+            due = fold_batch(oldest, reach, limits.fold_max_tokens, len(oldest) < limits.fold_read_limit)
             if due:
                 through = due[-1].message_id
 
@@ -269,7 +272,7 @@ def test_a_reply_after_an_idle_gap_belongs_to_the_conversation_before() -> None:
     cls=st.sampled_from(list(AGENT_CLASSES.values())),
     messages=conversations(max_turns=25),
     current=st.one_of(content, st.text(min_size=1000, max_size=30_000).filter(str.strip)),
-    budget=st.integers(min_value=1500, max_value=12_000),
+    budget=st.integers(min_value=2_000, max_value=12_000),
     summary=st.one_of(st.none(), st.text(min_size=1, max_size=8000)),
 )
 def test_the_prompt_never_exceeds_the_budget(
@@ -286,9 +289,12 @@ def test_the_prompt_never_exceeds_the_budget(
     refused with a clear error because the instructions and the message alone do not fit."""
     history = OnboardingAgentOrchestrator._format_history(messages)
     context = OnboardingAgentContext(user_id="u", conversation_history=history, summary=summary)
-    allowance = min(1000, budget // 2)
-    # The fold's token limit (not the prompt's) must leave room next to the allowance: the smallest.
-    limits = Limits(token_budget=budget, system_prompt_allowance=allowance, window_max_tokens=100)
+    # The smallest allowance the settings accept (values of 20 characters); the fold's token limit
+    # (not the prompt's) must leave room next to it: the smallest.
+    allowance = kept_prompt_tokens(20)
+    limits = Limits(
+        token_budget=budget, system_prompt_allowance=allowance, profile_value_chars=20, window_max_tokens=100
+    )
     agent = cls(context, llm, limits)
     system_tokens = count_tokens(agent.get_system_prompt()) + MESSAGE_OVERHEAD_TOKENS
     if system_tokens + count_tokens(current) + MESSAGE_OVERHEAD_TOKENS > budget:

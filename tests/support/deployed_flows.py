@@ -82,6 +82,13 @@ def partition(stack: LocalStack, user_id: str) -> dict[str, dict[str, Any]]:
     return {item["sk"]["S"]: item for item in items}
 
 
+def link(stack: LocalStack, phone: str, code: str) -> httpx.Response:
+    """LINK <code>, then the phone's YES (nothing is linked before it agrees): the YES's answer."""
+    asked = text(stack, phone, f"LINK {code}")
+    assert "Reply YES" in asked.text, asked.text
+    return text(stack, phone, "YES")
+
+
 def chat(stack: LocalStack, user_id: str, message: str) -> dict[str, Any]:
     answered = HTTP.post(f"{stack.api_url}/chat", json={"message": message}, headers=bearer(user_id))
     assert answered.status_code == 200, answered.text
@@ -142,7 +149,7 @@ def erase_me(stack: LocalStack) -> None:
     user, phone = new_user(), new_phone()
     chat(stack, user, "Hi")
     code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(user)).json()["code"]
-    assert "Linked!" in text(stack, phone, f"LINK {code}").text
+    assert "Linked!" in link(stack, phone, code).text
     erased = HTTP.delete(f"{stack.api_url}/me", headers=bearer(user))
     assert erased.status_code == 200, erased.text
     assert erased.json()["deleted"]["messages"] == 2, erased.text
@@ -177,7 +184,7 @@ def link_brings_the_texts(stack: LocalStack) -> None:
     text(stack, phone, "Hi coach")
     replies_to(stack, phone, 1)
     code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(user)).json()["code"]
-    linked = text(stack, phone, f"LINK {code}")
+    linked = link(stack, phone, code)
     assert "Linked!" in linked.text, linked.text
     history = HTTP.get(f"{stack.api_url}/history", params={"limit": 10}, headers=bearer(user)).json()["messages"]
     assert "Hi coach" in [message["content"] for message in history], history
@@ -236,6 +243,13 @@ def a_text_whose_queueing_failed_is_taken_on_twilio_s_retry(stack: LocalStack) -
     taken = HTTP.post(url, **post)  # type: ignore[arg-type]
     assert taken.status_code == 200, taken.text
     assert replies_to(stack, phone, 1)[0].startswith("Hi, I'm your coach!")
+
+
+def a_wrong_link_code_is_counted(stack: LocalStack) -> None:
+    """A wrong code is refused and counted against the phone (locked out past a few)."""
+    phone = new_phone()
+    refused = text(stack, phone, "LINK ABCDEFGHJK")
+    assert "not valid" in refused.text, refused.text
 
 
 def erase_by_text(stack: LocalStack) -> None:
@@ -321,6 +335,7 @@ FLOWS: dict[str, Flow] = {
         a_pending_merge_finished_by_the_next_text,
         a_long_sms_conversation_is_summarised,
         a_text_whose_queueing_failed_is_taken_on_twilio_s_retry,
+        a_wrong_link_code_is_counted,
         erase_by_text,
         stop_and_start,
         a_failing_text_ends_in_the_dead_letter_queue,

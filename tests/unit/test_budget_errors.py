@@ -1,5 +1,10 @@
 """A message that cannot fit next to the instructions gets a clear answer on every channel, and the
-user's message is kept (it was stored before the prompt was built)."""
+user's message is kept (it was stored before the prompt was built).
+
+With settings that pass validation this cannot happen any more (issue 28: the system prompt always
+fits its allowance, and the largest message the up-front check accepts fits what the allowance
+leaves; tests/unit/test_prompt_fitting.py). The guard stays for settings built without validation,
+and these tests keep it honest on every channel."""
 
 import asyncio
 from collections.abc import AsyncIterator
@@ -30,12 +35,14 @@ pytestmark = pytest.mark.unit
 
 @pytest.fixture
 def tight(settings: Settings) -> Settings:
-    """The smallest budget and system-prompt allowance the settings accept. A new user's instructions
-    alone are over this allowance (nothing to trim without a summary), so a message can pass the
+    """A budget and system-prompt allowance below what the settings accept (built without their
+    validation): a new user's instructions alone are over this allowance, so a message can pass the
     up-front check (budget - allowance) and still not fit once the prompt is built."""
     changes = {"token_budget": 1000, "system_prompt_allowance": 500, "window_max_tokens": 400}
     assert changes.keys() <= Settings.model_fields.keys()  # no misspelt name silently ignored
-    return Settings.model_validate(settings.model_dump() | changes)
+    with pytest.raises(ValueError, match="SYSTEM_PROMPT_ALLOWANCE must hold"):
+        Settings.model_validate(settings.model_dump() | changes)
+    return Settings.model_construct(**(settings.model_dump() | changes))
 
 
 @pytest.fixture

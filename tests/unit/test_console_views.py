@@ -109,7 +109,7 @@ def test_summary_lines_cut_by_the_allowance_are_counted() -> None:
     loaded = TurnContext(
         state=loaded.state, messages=loaded.messages, summary=ConversationSummary(long_summary, "0002")
     )
-    prepared, plan = _prepared(Settings(table_name="tbl", system_prompt_allowance=1500), loaded)
+    prepared, plan = _prepared(Settings(table_name="tbl", system_prompt_allowance=1700, profile_value_chars=20), loaded)
     view = plan_view(prepared, plan, personal=True)
     assert view.summary_lines_dropped > 0
     assert "fact number 199" in plan.system

@@ -149,7 +149,7 @@ def test_a_fold_is_due_once_the_window_is_over_window_max_tokens() -> None:
         for i in range(8)
     ]
     assert not fold_due(messages, 0, None, Limits().fold)
-    assert fold_due(messages, 0, None, Limits(window_max_tokens=100, system_prompt_allowance=500).fold)
+    assert fold_due(messages, 0, None, Limits(window_max_tokens=100).fold)
 
 
 @observes("summary_max_tokens", "fold_read_limit")
@@ -705,9 +705,11 @@ async def test_history_pages_follow_history_page_size_and_max_over_http(dynamodb
 
 @pytest.fixture(scope="module")
 def every_setting() -> set[str]:
-    # Imported for their @observes registrations: the SMS settings' and the feature flags' tests.
+    # Imported for their @observes registrations: the SMS settings', the flags', the fold's and the link's tests.
     import tests.unit.test_every_flag_setting
-    import tests.unit.test_every_sms_setting  # noqa: F401
+    import tests.unit.test_every_sms_setting
+    import tests.unit.test_fold_catch_up
+    import tests.unit.test_link_confirmation  # noqa: F401
 
     return {
         *Settings.model_fields,

@@ -7,7 +7,13 @@ import pytest
 
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.server import Fault
-from onboarding.model.errors import DuplicateMessageIdError, InvalidMessageError, ModelUnavailableError, StoreError
+from onboarding.model.errors import (
+    DuplicateMessageIdError,
+    InvalidMessageError,
+    ModelUnavailableError,
+    StoreError,
+    TurnInProgressError,
+)
 from onboarding.persistence import Repositories
 from onboarding.turns import TurnService
 from tests.support.faults import fail_nth_call
@@ -33,17 +39,28 @@ async def test_a_repeated_delivery_replays_the_stored_reply_without_the_model(
     assert _roles(store) == ["user", "assistant"]
 
 
-async def test_overlapping_deliveries_store_one_turn_and_agree_on_the_reply(
-    service: TurnService, store: Repositories
+async def test_copies_that_arrive_while_the_first_is_answered_run_no_model_and_then_replay_it(
+    service: TurnService, store: Repositories, emulator: BedrockEmulator
 ) -> None:
-    """Deliveries that all start before any finishes (interleaved deterministically: in-process moto
-    does not make transactions atomic across threads, as DynamoDB does)."""
-    turns = [await service.start_turn("u", "Hello coach", "msg-1") for _ in range(5)]
-    results = [await turn.collect() for turn in turns]
+    """Deliveries that all start before the first finishes (interleaved deterministically: in-process
+    moto does not make transactions atomic across threads, as DynamoDB does; the concurrent copy is
+    tests/integration/test_one_turn_per_message_id.py). Each copy is told to retry, stores nothing,
+    calls no model; once the reply is stored a copy replays it (issue 28 item 3)."""
+    first = await service.start_turn("u", "Hello coach", "msg-1")
+    for _ in range(4):
+        with pytest.raises(TurnInProgressError) as refused:
+            await service.start_turn("u", "Hello coach", "msg-1")
+        assert 1 <= refused.value.retry_after_s <= service.limits.turn_lease_s
+    calls = len(emulator.requests)
+    result = await first.collect()
+    assert len(emulator.requests) > calls  # the first delivery's model call, the only one
+    replayed = await (await service.start_turn("u", "Hello coach", "msg-1")).collect()
+    assert (replayed.replayed, replayed.reply, replayed.assistant_message) == (
+        True,
+        result.reply,
+        result.assistant_message,
+    )
     assert _roles(store) == ["user", "assistant"]
-    assert len({r.user_message.message_id for r in results}) == 1
-    assert len({r.assistant_message.message_id for r in results if r.assistant_message}) == 1
-    assert len({r.reply for r in results}) == 1
 
 
 async def test_after_a_failed_reply_a_retry_answers_the_stored_message(

@@ -12,6 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from infra.bedrock_emulator import BedrockEmulator
 from infra.fidelity import ANSWERS, QUESTIONS
 from onboarding.config import Settings
+from onboarding.config.settings import PROMPT_INSTRUCTIONS_TOKENS, PROMPT_KEPT_VALUES, kept_prompt_tokens
 from onboarding.llm.chat_model import build_chat_model
 from onboarding.llm.prompts import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.resilience import CircuitBreaker
@@ -36,11 +37,14 @@ def memory_settings(base: Settings, budget: int = 12_000) -> Settings:
     starts past 8 messages or 2000 tokens and keeps 4 / 1000. A conversation ends after 30 minutes
     or at "start over" / "reset"; a turn reads up to 60 messages; no rate limit. Validated, so the
     limits must agree: below the default budget the window's tokens shrink to fit next to the
-    system prompt's allowance (that only moves folds, which the budget tests do not look at)."""
-    allowance = min(5000, budget // 2)
+    system prompt's allowance (that only moves folds, which the budget tests do not look at), and
+    a small allowance holds values as long as it can (`kept_prompt_tokens`)."""
+    allowance = max(kept_prompt_tokens(20), min(5000, budget // 2))
+    value_chars = max(20, min(200, ((allowance - PROMPT_INSTRUCTIONS_TOKENS) // PROMPT_KEPT_VALUES - 40) // 3))
     changes: dict[str, Any] = {
         "token_budget": budget,
         "system_prompt_allowance": allowance,
+        "profile_value_chars": value_chars,
         "window_max_messages": 8,
         "window_max_tokens": min(2000, budget - allowance - 1),
         "summary_max_tokens": 800,

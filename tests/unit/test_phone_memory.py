@@ -54,6 +54,12 @@ def _text(handler: Handler, sid: str, body: str) -> str:
     return str(response["body"])
 
 
+def _link(handler: Handler, code: str) -> str:
+    """LINK <code>, then the phone's YES (nothing links before it: decision 0015): the YES's answer."""
+    assert "Reply YES" in _text(handler, "SM-link", f"LINK {code}")
+    return _text(handler, "SM-yes", "YES")
+
+
 def _sms_user(store: Repositories) -> str:
     owner = store.phones.find_owner(PHONE)
     assert owner is not None
@@ -88,7 +94,7 @@ def test_linking_joins_what_the_number_texted_to_the_app_user(store: Repositorie
     commit(store, "app-user", [Message("assistant", "Welcome!")], state=app_state, profile=UserProfile(goals="5k"))
     code = store.phones.create_link_code("app-user").code
 
-    assert LINKED.split("!")[0] in _text(handler, "SM-link", f"LINK {code}")
+    assert LINKED.split("!")[0] in _link(handler, code)
 
     joined = store.conversations.load_turn("app-user", 20)
     answers = joined.state.agent_context[FITNESS]
@@ -114,14 +120,17 @@ async def test_a_merge_that_fails_is_finished_before_the_next_text_is_answered(
 ) -> None:
     sms_user = _texted_before_linking(store, handler)
     code = store.phones.create_link_code("app-user").code
-    real = dynamodb.batch_write_item
+    real = dynamodb.transact_write_items
 
-    def down(**_: Any) -> Any:
-        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "BatchWriteItem")
+    def down_for_copies(**request: Any) -> Any:  # the table fails the merge's copies, not the link
+        if any(item.get("Put", {}).get("Item", {}).get("sk", {}).get("S", "").startswith("MSG#")
+               for item in request["TransactItems"]):  # fmt: skip
+            raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "TransactWriteItems")
+        return real(**request)
 
-    dynamodb.batch_write_item = down
-    assert LINKED.split("!")[0] in _text(handler, "SM-link", f"LINK {code}")  # the link itself stands
-    dynamodb.batch_write_item = real
+    dynamodb.transact_write_items = down_for_copies
+    assert LINKED.split("!")[0] in _link(handler, code)  # the link itself stands
+    dynamodb.transact_write_items = real
     owner = store.phones.find_owner(PHONE)
     assert owner is not None
     assert owner.merge_from == sms_user
@@ -169,7 +178,7 @@ def test_the_summary_joins_too(store: Repositories, handler: Handler) -> None:
     texted = store.conversations.load_turn(sms_user, 20).messages
     assert store.writes.save_summary(sms_user, ConversationSummary("- runs twice a week", texted[1].message_id))
     code = store.phones.create_link_code("app-user").code
-    _text(handler, "SM-link", f"LINK {code}")
+    _link(handler, code)
     summary = store.conversations.load_summary("app-user")
     assert summary is not None
     assert "runs twice a week" in summary.text
@@ -188,7 +197,7 @@ def test_linking_audits_the_read_and_the_erase_of_the_numbers_memory(
     code = store.phones.create_link_code("app-user").code
     caplog.clear()
     with caplog.at_level(logging.INFO):
-        _text(handler, "SM-link", f"LINK {code}")
+        _link(handler, code)
     lines = audit_lines(caplog)
     assert [(line["access"], line["whose"], line["why"]) for line in lines] == [
         ("read", sms_user, "phone-link"),

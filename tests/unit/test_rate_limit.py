@@ -15,7 +15,8 @@ from infra.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
 from onboarding.config import RateLimit, Settings
 from onboarding.llm.resilience import CircuitBreaker
-from onboarding.model.errors import RateLimitedError, StoreError
+from onboarding.model.errors import RateLimitedError, StoreError, TurnInProgressError
+from onboarding.model.messages import Message
 from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
 from onboarding.sms.messages import SmsTurnRequest
@@ -24,6 +25,7 @@ from onboarding.sms.sender import TwilioSender
 from onboarding.turns import TurnService
 from tests.support.clock import FakeClock
 from tests.support.faults import fail_nth_call
+from tests.support.seed import commit
 from tests.support.sqs_events import sqs_event, sqs_record
 from tests.unit.conftest import TABLE
 
@@ -115,12 +117,17 @@ async def test_a_repeated_client_message_id_does_not_count(
 
 
 def test_a_repeated_client_message_id_is_replayed_even_when_the_window_is_full(limited_store: Repositories) -> None:
-    """Only a first delivery counts: a redelivery (an SQS retry) in a full window gets its stored turn."""
+    """Only a model call counts: a redelivery (an SQS retry) in a full window is told to wait while
+    the first is answered, and gets the stored turn once it is, neither counted."""
     first = limited_store.writes.claim_user_message("u", "client-1", "m0", LIMIT)
     for i in (1, 2):
         limited_store.writes.claim_user_message("u", f"client-{i + 1}", f"m{i}", LIMIT)
+    with pytest.raises(TurnInProgressError):
+        limited_store.writes.claim_user_message("u", "client-1", "m0", LIMIT)
+    commit(limited_store, "u", [Message("assistant", "Noted.")], client_id="client-1")
     again = limited_store.writes.claim_user_message("u", "client-1", "m0", LIMIT)
     assert (again.first, again.user_message) == (False, first.user_message)
+    assert again.reply is not None
     assert contents(limited_store) == ["m0", "m1", "m2"]
 
 

@@ -194,6 +194,9 @@ def test_link_code_moves_the_phone_to_the_app_user(
 ) -> None:
     code = store.phones.create_link_code("app-user").code
     response = call(handler, event(webhook_form("SM1", PHONE, f"link {code}")))
+    assert "Reply YES" in response["body"]  # nothing is linked before the phone agrees
+    assert store.phones.phones_of("app-user") == ()
+    response = call(handler, event(webhook_form("SM1b", PHONE, "yes")))
     assert LINKED.split("!")[0] in response["body"]
     call(handler, event(webhook_form("SM2", PHONE, "I'm back, by text")))
     assert [r.user_id for r in queued()] == ["app-user"]

@@ -1,8 +1,12 @@
 """Owns the fold after a turn: what left the window goes into the rolling summary (seed 002).
 
-It reads the unsummarized messages itself (the turn read only the newest ones), and only when a
-fold is due, so most turns stay one read. It never raises: a failed fold loses nothing, because
-the next turn computes the same fold from what is stored.
+It reads the oldest unsummarized messages itself (the turn read only the newest ones), and only
+when a fold is due, so most turns stay one read; the read is at most FOLD_READ_LIMIT messages and
+the fold at most FOLD_MAX_TOKENS of them, oldest first (`memory.fold.fold_batch`). A backlog (folds
+that failed, the memory or the summary switched off for a while) is due whenever the turn's read
+did not reach back to the summary, and is caught up over as many turns as it needs, in order. It
+never raises: a failed fold loses nothing, because the next turn computes the same fold from what
+is stored.
 """
 
 import asyncio
@@ -11,7 +15,8 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools import Logger
 
 from onboarding.memory.conversations import conversation_start
-from onboarding.memory.fold import fold_candidates, fold_due
+from onboarding.memory.fold import fold_batch, fold_reach, read_reached_summary
+from onboarding.memory.window import units_of
 from onboarding.metrics import count_metric
 from onboarding.model.messages import Message
 from onboarding.orchestrator import PreparedTurn
@@ -31,18 +36,20 @@ async def fold_summary(
         return
     user_id = prepared.agent.context.user_id
     loaded, limits = prepared.loaded, deps.limits
-    messages = [*loaded.messages, *new]
+    seen = [*loaded.messages, *new]
     through = loaded.summary.through_message_id if loaded.summary else None
-    rules = features.conversation_rules(limits.conversations)
-    start = conversation_start(messages, deps.clock(), rules)
-    if not fold_due(messages, start, through, limits.fold):
+    start = conversation_start(seen, deps.clock(), features.conversation_rules(limits.conversations))
+    reached = read_reached_summary(loaded.messages, limits.history_load_limit, through)
+    reach = fold_reach(seen, start, through, limits.fold, reached)
+    if reach is None:
         return
     try:
-        unsummarized = await asyncio.to_thread(
-            deps.store.conversations.messages_after, user_id, loaded.summary, limits.fold_read_limit
+        oldest = await asyncio.to_thread(
+            deps.store.conversations.oldest_unsummarized, user_id, loaded.summary, limits.fold_read_limit
         )
-        start = conversation_start(unsummarized, deps.clock(), rules)
-        due = fold_candidates(unsummarized, start, None, limits.fold)
+        read_all = len(oldest) < limits.fold_read_limit
+        # More than this turn added, so a backlog shrinks every turn, however large its messages.
+        due = fold_batch(oldest, reach, limits.fold_max_tokens, read_all, min_units=len(units_of(new)) + 1)
         if not due:
             return
         folded = await deps.summarizer.summarize(due, loaded.summary)
@@ -51,4 +58,4 @@ async def fold_summary(
         logger.warning("Summary fold failed", extra={"reason": type(error).__name__})
         count_metric("SummaryFoldFailed")
         return
-    logger.info("Folded messages into the summary", extra={"folded": len(due)})
+    logger.info("Folded messages into the summary", extra={"folded": len(due), "backlog": not reached})

@@ -5,6 +5,8 @@ keeps that memory (decision 0015): its messages join the app user's timeline, it
 profile are merged into the app user's (`memory.merging`), and then its own partition is erased.
 The merge runs right after the link; if it fails, the owner item keeps `merge_from` and the
 merge is finished before the number's next text is answered, so nothing is lost or left behind.
+If the app user is erased meanwhile, the merge writes nothing into their partition (each write
+is guarded by the erase mark) and the SMS-only user is erased too: the texts go with the erase.
 """
 
 from dataclasses import dataclass
@@ -15,7 +17,7 @@ from onboarding.audit import Caller, erasure_counts, record_access
 from onboarding.config import Limits
 from onboarding.memory.merging import merge_profile, merge_state, merge_summaries
 from onboarding.metrics import count_metric
-from onboarding.model.errors import MemoryChangedError, StoreError
+from onboarding.model.errors import MemoryChangedError, StoreError, UserErasedError
 from onboarding.model.records import PhoneOwner
 from onboarding.persistence import Repositories
 
@@ -41,8 +43,14 @@ class PhoneLinking:
         if joining is None:
             return
         try:
-            self._merge(joining, owner.user_id)
-            report = self.store.erasure.erase(joining)
+            try:
+                self._merge(joining, owner.user_id, owner.merge_since_ms)
+            except UserErasedError:
+                # The app user was erased after the link: the texts go with them, not into them.
+                logger.info("The app user was erased while a linked phone's texts joined it; they are erased too")
+                report = self.store.erasure.erase(joining)
+            else:
+                report = self.store.erasure.erase(joining, merged_into=owner.user_id)
             record_access(Caller.function("phone-link"), joining, erasure_counts(report), access="erase")
             self.store.phones.merge_done(owner.phone, joining)
         except StoreError as error:
@@ -53,20 +61,22 @@ class PhoneLinking:
             return
         logger.info("A linked phone's texts joined the app user's memory")
 
-    def _merge(self, joining_user: str, kept_user: str) -> None:
+    def _merge(self, joining_user: str, kept_user: str, since_ms: int) -> None:
+        """Join `joining_user`'s memory to `kept_user`'s; UserErasedError (nothing more written)
+        if `kept_user` was erased at or after `since_ms` (the link)."""
         store, limits = self.store, self.limits
         joining = store.merger.read(joining_user)
         counts = {"messages": len(joining.messages), "summary": int(joining.summary is not None)}
         # The audit trail's caller: the function that took the link (the API or the SMS worker).
         record_access(Caller.function("phone-link"), joining_user, counts)
         joining_ids = {m.message_id for m in joining.messages}
-        store.merger.copy(kept_user, joining.copies)
+        store.merger.copy(kept_user, joining.copies, since_ms)
         through = joining.summary.through_message_id if joining.summary else None
         joining_uncovered = [m for m in joining.messages if through is None or m.message_id > through]
         for _ in range(limits.memory_write_attempts):
             kept = store.conversations.load_memory(kept_user)
             kept_summary = store.conversations.load_summary(kept_user)
-            after = store.conversations.messages_after(kept_user, kept_summary, limits.fold_read_limit)
+            after = store.conversations.oldest_unsummarized(kept_user, kept_summary, limits.fold_read_limit)
             uncovered = [m for m in after if m.message_id not in joining_ids] + joining_uncovered
             summary = merge_summaries(kept_summary, joining.summary, uncovered, limits.summary_max_tokens)
             try:
@@ -77,6 +87,7 @@ class PhoneLinking:
                     merge_state(kept.state, joining.memory.state),
                     merge_profile(kept.profile, joining.memory.profile, limits.profile_other_facts),
                     summary,
+                    since_ms,
                 )
                 return
             except MemoryChangedError:

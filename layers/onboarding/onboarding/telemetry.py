@@ -38,6 +38,7 @@ class TurnLedger:
     tool_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    tokens_estimated: bool = False  # a model call cut off mid-reply: our estimate, Bedrock sent no count
     read_units: float = 0.0
     write_units: float = 0.0
     requests: int = 0
@@ -110,6 +111,7 @@ def turn_responded(ledger: TurnLedger, outcome: str) -> None:
             "tool_calls": ledger.tool_calls,
             "input_tokens": ledger.input_tokens,
             "output_tokens": ledger.output_tokens,
+            "tokens_estimated": ledger.tokens_estimated,
             "first_token_ms": None if ledger.first_token_s is None else round(ledger.first_token_s * 1000),
             "duration_ms": round(duration_s * 1000),
             "read_units": ledger.read_units,
@@ -123,6 +125,8 @@ def turn_responded(ledger: TurnLedger, outcome: str) -> None:
 def _emit_metrics(ledger: TurnLedger, outcome: str, duration_s: float) -> None:
     if outcome not in ("completed", "replayed"):
         emit({"TurnFailed": (MetricUnit.Count, 1)}, {"kind": outcome}, {"arm": ledger.arm})
+        # What a failed or abandoned turn spent is spent all the same: the cost metrics count it.
+        emit(_costs(ledger), properties={"arm": ledger.arm})
         return
     values = {
         "TurnCompleted": (MetricUnit.Count, 1.0),

@@ -110,8 +110,12 @@ class Turn:
         client_message_id: str | None = None,
         fixed_reply: str | None = None,
         claimed: ClaimedTurn | None = None,
+        lease: str | None = None,
     ) -> None:
+        """`lease`: this delivery's hold on `client_message_id` (decision 0009), released if the
+        turn ends without a stored reply, so a retry need not wait for it to run out."""
         self._prepared = prepared
+        self._lease = lease
         self._ledger = ledger
         self._started = False
         self._deps = deps
@@ -155,6 +159,22 @@ class Turn:
             raise
         finally:
             self._account(outcome)
+            self._release_unanswered()
+
+    def _release_unanswered(self) -> None:
+        """A turn that ends without a stored reply (failed, or its client went away mid-reply) gives
+        up its hold on the client message id: a retry answers it at once, counted by the rate limit.
+        A blocking call, on purpose: a turn cancelled with its client's connection cannot await
+        anything any more. Best effort: if it fails, the hold runs out by itself."""
+        answered = self.result is not None and self.result.assistant_message is not None
+        if self._lease is None or self._client_message_id is None or self._prepared is None or answered:
+            return
+        try:
+            self._deps.store.writes.release_claim(
+                self._prepared.agent.context.user_id, self._client_message_id, self._lease
+            )
+        except StoreError as error:
+            logger.warning("Could not release an unanswered message id", extra={"reason": error.reason})
 
     def _account(self, outcome: str) -> None:
         """The turn's `turn_responded` line and metrics: what its tools saved, tokens, time, capacity."""
@@ -162,7 +182,7 @@ class Turn:
             agent = self._prepared.agent
             self._ledger.answer_keys = agent.working.answer_keys
             self._ledger.tool_calls = sum(len(m.tool_calls) for m in agent.produced)
-            self._ledger.input_tokens, self._ledger.output_tokens = agent.input_tokens, agent.output_tokens
+            self._ledger.input_tokens, self._ledger.output_tokens, self._ledger.tokens_estimated = agent.spent()
         turn_responded(self._ledger, outcome)
 
     async def _store(self, call: Callable[..., T], *args: object) -> T:
@@ -262,6 +282,7 @@ class Turn:
                 client_id=self._client_message_id,
                 reply_text=reply_text,
                 since_ms=self._since_ms,
+                lease=self._lease,
             )
             try:
                 committed = await self._store(store.writes.commit_reply, commit)

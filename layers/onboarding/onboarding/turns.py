@@ -31,7 +31,7 @@ from onboarding.model.errors import (
 )
 from onboarding.model.messages import Message
 from onboarding.model.records import TurnContext
-from onboarding.model.text import is_blank
+from onboarding.model.text import is_blank, normalized_text
 from onboarding.orchestrator import OnboardingAgentOrchestrator, degraded_context, single_prompt_context
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import CLIENT_ID_PATTERN
@@ -99,16 +99,23 @@ class TurnService:
         Without a client message id the context is loaded before the message is stored, so the
         current message is not also part of its own history. With one (the app's own id for the
         message, or Twilio's MessageSid), a repeated delivery stores nothing: it replays the
-        stored reply, or, if the first delivery never finished, answers the stored message.
+        stored reply; while the first delivery is still answering, TurnInProgressError (no model
+        call); if the first delivery failed or was abandoned, it answers the stored message,
+        counted by the rate limit (decision 0009).
         `received_at` is when the message reached us (a queued text's arrival; now by default):
         if the user was erased since, nothing of the turn is stored (UserErasedError).
         Raises RateLimitedError, storing nothing, when the user is over the rate limit, and
         MessageOverBudgetError when the message alone is over the prompt's token budget.
         `caller` is who asks, for the audit trail (by default this function, for a `channel` turn).
+        The message is normalised first (`normalized_text`): a message blank without its controls
+        is refused like any blank one.
         """
         deadline, ledger = Deadline(self._limits.turn_deadline_s), TurnLedger(channel)
         if not user_id:
             raise InvalidMessageError("a user id is required")
+        # Normalised once, here where every channel's turn comes in: what is checked, stored and
+        # sent to the model is the same text (controls and bidi overrides removed; model/text.py).
+        message = normalized_text(message)
         self._check(message)
         since_ms = int((received_at or self._deps.clock()).timestamp() * 1000)
         store, rate_limit = self._deps.store, self._limits.rate_limit
@@ -137,7 +144,16 @@ class TurnService:
             loaded = await self._context(user_id, features, caller, claimed.user_message.message_id)
         user_message = claimed.user_message
         return self._turn(
-            user_id, loaded, message, user_message, deadline, since_ms, ledger, features, client_message_id
+            user_id,
+            loaded,
+            message,
+            user_message,
+            deadline,
+            since_ms,
+            ledger,
+            features,
+            client_message_id,
+            claimed.lease,
         )
 
     async def _context(
@@ -177,6 +193,7 @@ class TurnService:
         ledger: TurnLedger,
         features: MemoryFeatures,
         client_message_id: str | None = None,
+        lease: str | None = None,
     ) -> Turn:
         prepared = self._orchestrator.prepare(user_id, loaded, user_message, features)
         fixed_reply = None
@@ -191,5 +208,14 @@ class TurnService:
         ledger.memory_unavailable = prepared.memory_unavailable
         turn_received(ledger)
         return Turn(
-            prepared, self._deps, message, user_message, deadline, since_ms, ledger, client_message_id, fixed_reply
+            prepared,
+            self._deps,
+            message,
+            user_message,
+            deadline,
+            since_ms,
+            ledger,
+            client_message_id,
+            fixed_reply,
+            lease=lease,
         )

@@ -2,7 +2,7 @@
 
 from abc import ABC
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from aws_lambda_powertools import Logger
@@ -12,7 +12,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Syst
 from onboarding.config import DEFAULT_LIMITS, Limits
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import alternating_messages
-from onboarding.llm.prompts import PromptFacts, render_system_prompt
+from onboarding.llm.prompt_fitting import FittedPrompt, PromptSection
+from onboarding.llm.prompts import PromptFacts, fit_system_prompt
 from onboarding.llm.tools import build_tools, tool_definitions
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
@@ -37,6 +38,10 @@ class PromptPlan:
     current_tokens: int
     budget: int
     left_out: int  # history entries the budget could not hold (normally 0: the summary has them)
+    # The system prompt part by part, and how many items of each kind of memory gave way to fit
+    # its allowance (llm/prompt_fitting.py; empty when all of it fitted).
+    system_sections: tuple[PromptSection, ...] = ()
+    system_left_out: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
@@ -77,6 +82,17 @@ class BaseOnboardingAgent(ABC):
         self.produced: list[Message] = []
         """What this turn added after the user's message: tool calls, tool results, the reply."""
         self.input_tokens = self.output_tokens = 0  # the model's usage over every try of the turn
+        # A model call under way whose usage has not come (Bedrock reports it at the stream's end):
+        # our estimate of its input, and of its output so far. A turn cut off mid-reply still spent them.
+        self._in_flight: list[int] | None = None
+
+    def spent(self) -> tuple[int, int, bool]:
+        """Input and output tokens of the turn's model calls so far, and whether some are our
+        estimate: a call cut off mid-reply (the client went away, the stream broke) never gets
+        Bedrock's count, so its prompt's estimate and the estimate of what it said count instead."""
+        if self._in_flight is None:
+            return self.input_tokens, self.output_tokens, False
+        return self.input_tokens + self._in_flight[0], self.output_tokens + self._in_flight[1], True
 
     def _fresh_working_copy(self) -> WorkingCopy:
         state = self.context.onboarding_state(self.agent_type)
@@ -84,7 +100,7 @@ class BaseOnboardingAgent(ABC):
             self.agent_type, state, self.context.profile, self._limits, source=self.context.message_source
         )
 
-    def _prompt_facts(self, summary_lines: list[str]) -> PromptFacts:
+    def _prompt_facts(self) -> PromptFacts:
         """The memory the prompt shows: as the turn's tools have left it so far (at the start of
         a turn, what was loaded)."""
         state, profile = self.working.state, self.working.profile
@@ -93,7 +109,7 @@ class BaseOnboardingAgent(ABC):
         return PromptFacts(
             profile_lines=profile.render_lines() if shown else (),
             address_as=profile.address_as if shown else None,
-            summary="\n".join(summary_lines) or None,
+            summary=self.context.summary or None,
             waiting_for=waiting.field if waiting and waiting.step == self.agent_type else None,
             waiting_attempts=waiting.attempts if waiting else 0,
             skipped=state.skipped,
@@ -103,27 +119,28 @@ class BaseOnboardingAgent(ABC):
             single_prompt=self.context.single_prompt,
         )
 
-    def get_system_prompt(self, allowance: int | None = None) -> str:
-        """This step's instructions, what is known, the profile and the summary, within the
-        allowance (the settings' system allowance unless a smaller one is given).
-
-        The summary is the only part that grows with the conversation, so when the prompt is over
-        its allowance the summary's oldest lines go first.
-        """
+    def fitted_system_prompt(self, allowance: int | None = None) -> FittedPrompt:
+        """This step's instructions, what is known, the profile and the summary, fitted to the
+        allowance (the settings' system allowance unless a smaller one is given): what is kept
+        first and what gives way is llm/prompt_memory.py's; what gave way is named in one line,
+        with the tools that read it. Deterministic: the same memory gives the same prompt."""
         most = self.limits.system_allowance if allowance is None else min(allowance, self.limits.system_allowance)
-        lines = (self.context.summary or "").splitlines()
-        while True:
-            prompt = render_system_prompt(self.agent_type, self.working.state.agent_context, self._prompt_facts(lines))
-            if count_tokens(prompt) <= most or not lines:
-                return prompt
-            lines = lines[1:]
+        return fit_system_prompt(self.agent_type, self.working.state.agent_context, self._prompt_facts(), most)
+
+    def get_system_prompt(self, allowance: int | None = None) -> str:
+        """The fitted system prompt's text (see `fitted_system_prompt`)."""
+        return self.fitted_system_prompt(allowance).text
 
     def prompt_plan(self, message: str) -> PromptPlan:
         """System prompt, then the newest history that fits the budget, then `message`.
 
-        Raises MessageOverBudgetError when the system prompt and `message` alone exceed the budget.
+        The system prompt always fits its allowance, and the settings keep the largest message the
+        up-front check accepts within what the allowance leaves, so a message that passed that check
+        always fits. MessageOverBudgetError, when the system prompt and `message` alone exceed the
+        budget, is left for settings built around that check (it cannot happen with `Limits`).
         """
-        system = self.get_system_prompt()
+        fitted = self.fitted_system_prompt()
+        system = fitted.text
         system_tokens = count_tokens(system) + MESSAGE_OVERHEAD_TOKENS
         current_tokens = count_tokens(message) + MESSAGE_OVERHEAD_TOKENS
         if system_tokens + current_tokens > self.limits.token_budget:
@@ -140,6 +157,8 @@ class BaseOnboardingAgent(ABC):
             current_tokens=current_tokens,
             budget=self.limits.token_budget,
             left_out=len(turns) - len(window),
+            system_sections=fitted.sections,
+            system_left_out=fitted.left_out,
         )
 
     def _build_messages(self, message: str) -> list[BaseMessage]:
@@ -152,7 +171,7 @@ class BaseOnboardingAgent(ABC):
     def _rebuilt_system(self) -> SystemMessage:
         """The system prompt again, from what the tools just saved ("call me Tom": this very reply
         says Tom). The turn's window stays; the prompt may grow only into what the budget left
-        over, so the summary's oldest lines give way first, as in `get_system_prompt`."""
+        over, fitted as in `fitted_system_prompt`."""
         plan = self._plan
         if plan is None:  # unreachable: the messages are built before any tool round
             raise RuntimeError("no prompt plan to rebuild the system prompt within")
@@ -179,19 +198,21 @@ class BaseOnboardingAgent(ABC):
         for round_number in range(self.limits.max_tool_rounds + 1):
             chunks: list[AIMessageChunk] = []
             separate = bool(said) and not said[-1].isspace()
+            prompt_tokens = self._round_prompt_tokens()
             async for chunk in model.astream(messages):
+                if not chunks:  # the model is answering: it read the prompt
+                    self._in_flight = [prompt_tokens, 0]
                 chunks.append(chunk)  # type: ignore[arg-type]
                 text = str(chunk.text)
                 if text:
                     if separate:
                         text, separate = " " + text, False
                     said += text
+                    self._in_flight = [prompt_tokens, (self._in_flight or [0, 0])[1] + count_tokens(text)]
                     yield text
             # Merged once at the end: adding each chunk to the ones before re-merges them all every time.
             gathered = (chunks[0] + chunks[1:]) if chunks else None
-            if gathered is not None and gathered.usage_metadata:
-                self.input_tokens += gathered.usage_metadata.get("input_tokens", 0)
-                self.output_tokens += gathered.usage_metadata.get("output_tokens", 0)
+            self._settle_usage(gathered)
             calls = list(gathered.tool_calls) if gathered is not None else []
             text = _text(gathered)
             if not calls or round_number == self.limits.max_tool_rounds:
@@ -207,6 +228,23 @@ class BaseOnboardingAgent(ABC):
                 messages.append(ToolMessage(content=result, tool_call_id=str(call["id"])))
             messages[0] = self._rebuilt_system()
         self.working.finish_turn()
+
+    def _round_prompt_tokens(self) -> int:
+        """Our estimate of what a model call of this turn reads: the planned prompt and the tool
+        exchange so far (the tool definitions are not in the budget, nor here)."""
+        planned = self._plan.total_tokens if self._plan is not None else 0
+        return planned + sum(message_tokens(message) for message in self.produced)
+
+    def _settle_usage(self, gathered: AIMessageChunk | None) -> None:
+        """A call that finished: Bedrock's count of its tokens (our estimate if it sent none)."""
+        usage = gathered.usage_metadata if gathered is not None else None
+        if usage:
+            self.input_tokens += usage.get("input_tokens", 0)
+            self.output_tokens += usage.get("output_tokens", 0)
+        elif self._in_flight is not None:
+            self.input_tokens += self._in_flight[0]
+            self.output_tokens += self._in_flight[1]
+        self._in_flight = None
 
     @staticmethod
     async def _run_tool(by_name: Mapping[str, Any], name: str, args: Mapping[str, Any]) -> str:

@@ -18,6 +18,26 @@ from onboarding.config.policies import (
 )
 
 DEFAULT_MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+TURN_LEASE_MARGIN_S = 5.0  # clock differences between instances (Lambda keeps them within a second or so)
+
+# What the system prompt always shows (docs/decisions/0011, "A prompt that always fits"): our own
+# text, at most PROMPT_INSTRUCTIONS_TOKENS in any step and mode (with the memory sections' headers
+# and the line naming what gave way: tests/unit/test_prompt_fitting.py holds it to that), and
+# PROMPT_KEPT_VALUES saved values: the current step's answers (four a step) and the client's name
+# (in "Address as" and the returning client's greeting). A value is at most PROFILE_VALUE_CHARS
+# characters, each at most 3 estimated tokens (a character outside the BMP), and its line adds at
+# most PROMPT_VALUE_LINE_TOKENS ("- fitness_assessment.current_activity: ... (corrected <day>; ...)").
+PROMPT_INSTRUCTIONS_TOKENS = 1_100
+PROMPT_KEPT_VALUES = 6
+PROMPT_VALUE_LINE_TOKENS = 40
+WORST_TOKENS_PER_CHAR = 3
+
+
+def kept_prompt_tokens(value_chars: int) -> int:
+    """The most estimated tokens of what the system prompt always shows, for values of `value_chars`."""
+    return PROMPT_INSTRUCTIONS_TOKENS + PROMPT_KEPT_VALUES * (
+        WORST_TOKENS_PER_CHAR * value_chars + PROMPT_VALUE_LINE_TOKENS
+    )
 
 
 class Limits(_FromEnv):
@@ -43,8 +63,10 @@ class Limits(_FromEnv):
     history_load_limit: int = Field(default=20, ge=1, le=1000)
     history_page_max: int = Field(default=100, ge=1, le=1000)
     history_page_size: int = Field(default=20, ge=1, le=1000)  # a /history page when the app names no limit
-    # The fold's own read, when one is due: the unsummarized messages, newest this many.
+    # The fold's own read, when one is due: the oldest unsummarized messages, this many; and the
+    # most estimated tokens of them one fold summarises (a backlog is caught up over several turns).
     fold_read_limit: int = Field(default=200, ge=2, le=5000)
+    fold_max_tokens: int = Field(default=8_000, ge=100, le=100_000)
     max_message_bytes: int = Field(default=32 * 1024, ge=1, le=256 * 1024)
     rate_limit_messages: int = Field(default=20, ge=0, le=10_000)  # 0: no limit
     rate_limit_window_s: int = Field(default=60, ge=1, le=24 * 3600)
@@ -75,7 +97,12 @@ class Limits(_FromEnv):
     erase_confirmation_window_s: int = Field(default=600, ge=60, le=24 * 3600)  # DELETE MY DATA, then YES DELETE
     link_codes_per_window: int = Field(default=5, ge=1, le=1000)  # phone-link codes a user may create...
     link_code_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)  # ... in this many seconds
-    profile_value_chars: int = Field(default=300, ge=20, le=4000)
+    # LINK <code>, then YES within this many seconds: nothing is linked or merged before the phone agrees.
+    link_confirmation_window_s: int = Field(default=600, ge=60, le=24 * 3600)
+    link_failures_per_window: int = Field(default=5, ge=1, le=100)  # wrong codes one phone may send...
+    link_failure_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)  # ... then it is locked out till its end
+    # Sized against SYSTEM_PROMPT_ALLOWANCE: what the prompt always shows must fit it (`_limits_agree`).
+    profile_value_chars: int = Field(default=200, ge=20, le=4000)
     profile_other_facts: int = Field(default=20, ge=0, le=200)
     # Earlier values kept per answer after corrections (the first one always stays; decision 0020).
     answer_history_values: int = Field(default=10, ge=1, le=100)
@@ -105,6 +132,7 @@ class Limits(_FromEnv):
         "history_page_max": "HISTORY_PAGE_MAX",
         "history_page_size": "HISTORY_PAGE_SIZE",
         "fold_read_limit": "FOLD_READ_LIMIT",
+        "fold_max_tokens": "FOLD_MAX_TOKENS",
         "max_message_bytes": "MAX_MESSAGE_BYTES",
         "rate_limit_messages": "RATE_LIMIT_MESSAGES",
         "rate_limit_window_s": "RATE_LIMIT_WINDOW_S",
@@ -127,6 +155,9 @@ class Limits(_FromEnv):
         "erase_confirmation_window_s": "ERASE_CONFIRMATION_WINDOW_S",
         "link_codes_per_window": "LINK_CODE_RATE_LIMIT",
         "link_code_window_s": "LINK_CODE_RATE_WINDOW_S",
+        "link_confirmation_window_s": "LINK_CONFIRMATION_WINDOW_S",
+        "link_failures_per_window": "LINK_FAILURE_LIMIT",
+        "link_failure_window_s": "LINK_FAILURE_WINDOW_S",
         "model_first_backoff_s": "BEDROCK_RETRY_FIRST_BACKOFF_S",
         "model_max_backoff_s": "BEDROCK_RETRY_MAX_BACKOFF_S",
         "client_record_lifetime_s": "CLIENT_RECORD_LIFETIME_S",
@@ -152,6 +183,13 @@ class Limits(_FromEnv):
         # Between folds the whole unsummarized window must fit next to the system prompt...
         if self.system_prompt_allowance + self.window_max_tokens >= self.token_budget:
             raise ValueError("TOKEN_BUDGET must exceed SYSTEM_PROMPT_ALLOWANCE + WINDOW_MAX_TOKENS")
+        # ... and what the system prompt always shows must fit its allowance, or a user with a rich
+        # memory would be refused every message (the rest of the memory gives way: decision 0011).
+        if (kept := kept_prompt_tokens(self.profile_value_chars)) > self.system_prompt_allowance:
+            raise ValueError(
+                f"SYSTEM_PROMPT_ALLOWANCE must hold the instructions and the current step's answers at "
+                f"PROFILE_VALUE_CHARS={self.profile_value_chars}: at least {kept} tokens"
+            )
         # ... and the turn's Query must reach back over all of it, or the messages beyond the read
         # would be in neither the prompt nor the summary.
         if self.window_max_messages > self.history_load_limit:
@@ -217,12 +255,24 @@ class Limits(_FromEnv):
         return BreakerPolicy(self.store_circuit_failure_threshold, self.store_circuit_reset_s)
 
     @property
+    def turn_lease_s(self) -> float:
+        """How long the delivery that answers a client message id holds it (decision 0009): a turn
+        ends by TURN_DEADLINE_S, and the instances' clocks may differ by a few seconds. A copy that
+        arrives meanwhile is told to try again (409 in_progress); after it, the id is free again."""
+        return self.turn_deadline_s + TURN_LEASE_MARGIN_S
+
+    @property
     def rate_limit(self) -> RateLimit | None:
         return RateLimit(self.rate_limit_messages, self.rate_limit_window_s) if self.rate_limit_messages else None
 
     @property
     def link_code_rate_limit(self) -> RateLimit:
         return RateLimit(self.link_codes_per_window, self.link_code_window_s)
+
+    @property
+    def link_failure_limit(self) -> RateLimit:
+        """Wrong link codes one phone may text per fixed window; past them it is locked out."""
+        return RateLimit(self.link_failures_per_window, self.link_failure_window_s)
 
     @property
     def conversations(self) -> ConversationRules:

@@ -1,4 +1,5 @@
-"""Owns every prompt the coach uses: the one place for model-facing text.
+"""Owns every prompt the coach uses: the one place for model-facing text (the memory's sections of
+the system prompt, and what gives way when they do not fit: llm/prompt_memory.py).
 
 Each onboarding step says what it must collect as `field: question` lines. The question is what
 the coach asks when the field is still unknown; the rules forbid asking again for anything that
@@ -10,7 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from onboarding.model.answers import Answer, step_answers
+from onboarding.llm.prompt_fitting import FittedPrompt, PromptPart, PromptSection
+from onboarding.llm.prompt_fitting import fit_system_prompt as fit_parts
+from onboarding.llm.prompt_memory import answers_section, left_out_note, profile_section, summary_section
+from onboarding.model.answers import step_answers
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType
 
 
@@ -128,28 +132,6 @@ ITEM_ABOUT: Mapping[str, str] = {
 }
 
 
-def _known_line(step: str, key: str, answer: Answer) -> str:
-    """`- step.field: value`, with the day the client said it; a corrected value says so (its
-    earlier values are not shown: the answer_history tool gives them when asked)."""
-    line = f"- {step}.{key}: {answer.value}"
-    if answer.said_at is None:
-        return line
-    day = answer.said_at.date().isoformat()
-    return f"{line} (corrected {day}; earlier values: answer_history)" if answer.previous else f"{line} (told {day})"
-
-
-def _render_known(agent_context: Mapping[str, Any], skipped: Sequence[str] = ()) -> list[str]:
-    """What earlier steps stored, as `step.field: value` lines (current values only), so it is
-    never asked again."""
-    lines: list[str] = []
-    for step in agent_context:
-        for key, answer in step_answers(agent_context, step).items():
-            if answer.answered:
-                lines.append(_known_line(step, key, answer))
-    lines.extend(f"- {name}: (the client could not say; do not ask again)" for name in skipped)
-    return lines
-
-
 def next_question(
     step: OnboardingAgentType, agent_context: Mapping[str, Any], skipped: Sequence[str] = ()
 ) -> str | None:
@@ -215,28 +197,14 @@ def _returning(step: OnboardingAgentType, agent_context: Mapping[str, Any], memo
     return RETURNING_CLIENT.format(day=day, by_name=by_name, next=upcoming)
 
 
-def _section(header: str, lines: Sequence[str], empty: str = "- nothing yet") -> str:
-    return f"{header}\n" + ("\n".join(lines) if lines else empty)
-
-
-@dataclass(frozen=True)
-class PromptSection:
-    """One part of the system prompt. `kind` says what it is made of: `instructions` (ours),
-    `profile`, `collected_answers`, `summary` or `waiting_for` (the user's memory)."""
-
-    kind: str
-    title: str
-    text: str
-
-
-def system_prompt_sections(
+def system_prompt_parts(
     step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: PromptFacts | None = None
-) -> tuple[PromptSection, ...]:
-    """The system prompt for `step`, part by part; `render_system_prompt` joins them with blank lines.
-    Kept apart so that a person can see what each part is and costs (the memory console)."""
+) -> tuple[PromptPart, ...]:
+    """The system prompt for `step`, part by part, in the order shown: our instructions whole, the
+    user's memory as sections whose items can give way (llm/prompt_memory.py)."""
     memory = memory or PromptFacts()
     prompt = STEP_PROMPTS[step]
-    parts = [PromptSection("instructions", "Persona", COACH_PERSONA)]
+    parts: list[PromptPart] = [PromptSection("instructions", "Persona", COACH_PERSONA)]
     if memory.returning_since is not None and not memory.memory_unavailable:
         parts.append(PromptSection("instructions", "Returning client", _returning(step, agent_context, memory)))
     if memory.address_as:
@@ -249,13 +217,9 @@ def system_prompt_sections(
         parts.append(PromptSection("instructions", "Current step", f"Current step: {prompt.title}. {prompt.purpose}"))
         parts.append(PromptSection("instructions", "What to collect", f"Collect, one question at a time:\n{collect}"))
         parts.append(PromptSection("instructions", "Tools", TOOL_RULES.format(save_tool=save_tool_name(step))))
-    known = _section("Already known:", _render_known(agent_context, memory.skipped))
-    parts.append(PromptSection("collected_answers", "Already known", known))
-    about = _section("About the client (remembered across conversations):", memory.profile_lines)
-    parts.append(PromptSection("profile", "About the client", about))
-    if memory.summary:
-        summary = _section("Summary of the earlier conversation:", memory.summary.splitlines())
-        parts.append(PromptSection("summary", "Summary", summary))
+    parts.append(answers_section(step, agent_context, memory.skipped, memory.onboarding_complete))
+    parts.append(profile_section(memory.profile_lines))
+    parts.append(summary_section(memory.summary))
     if memory.waiting_for and not memory.onboarding_complete:
         waiting = (
             f"Waiting for: {memory.waiting_for}\n"
@@ -271,11 +235,30 @@ def system_prompt_sections(
     return tuple(parts)
 
 
+def fit_system_prompt(
+    step: OnboardingAgentType,
+    agent_context: Mapping[str, Any],
+    memory: PromptFacts | None = None,
+    allowance: int | None = None,
+) -> FittedPrompt:
+    """The system prompt for `step` within `allowance` tokens (None: all of the memory shown),
+    rebuilt from stored data on every call (seed 003); what gave way is named by one line."""
+    return fit_parts(system_prompt_parts(step, agent_context, memory), allowance, left_out_note)
+
+
+def system_prompt_sections(
+    step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: PromptFacts | None = None
+) -> tuple[PromptSection, ...]:
+    """The whole system prompt for `step` (nothing left out), section by section: what each part
+    is and costs (the memory console); `render_system_prompt` joins them with blank lines."""
+    return fit_system_prompt(step, agent_context, memory).sections
+
+
 def render_system_prompt(
     step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: PromptFacts | None = None
 ) -> str:
-    """The system prompt for `step`, rebuilt from stored data on every call (seed 003)."""
-    return "\n\n".join(section.text for section in system_prompt_sections(step, agent_context, memory))
+    """The whole system prompt for `step`, rebuilt from stored data on every call (seed 003)."""
+    return fit_system_prompt(step, agent_context, memory).text
 
 
 def save_tool_name(step: OnboardingAgentType) -> str:
@@ -285,7 +268,8 @@ def save_tool_name(step: OnboardingAgentType) -> str:
 CORRECTION_RULES = (
     "- Call correct_answer when the client changes an answer they gave before (any step); the old "
     "value is kept as history.\n"
-    "- Call answer_history when the client asks what they said before or how an answer changed."
+    "- Call answer_history when the client asks what they said before or how an answer changed.\n"
+    "- Call recall_facts when you need what is stored about the client and the prompt says more is stored."
 )
 REMEMBER_RULE = (
     "- Call remember_fact whenever the client tells you something about themself worth keeping "
@@ -313,6 +297,11 @@ TOOL_TEXTS: Mapping[str, str] = {
         "Replace an answer the client gave before (any step, also after onboarding) with what they say now."
     ),
     "answer_history": "The current and earlier values of one answer, each with the day the client said it.",
+    "recall_facts": (
+        "Every fact kept about the client (name, goals, level, limitations, preferences, other facts), "
+        "or those mentioning `about`: also those the prompt had no room for."
+    ),
+    "recall_about": "a few words of what you want to know (leave out for every fact)",
     "item": "the answer, as step.field (as listed under 'Already known'): {items}",
     "history_item": "the answer, as step.field (the items correct_answer lists)",
     "new_value": "the new value, in the client's words",

@@ -53,9 +53,14 @@ class _AnswerHistory(BaseModel):
     item: Literal[ITEMS] = Field(description=TOOL_TEXTS["history_item"])  # type: ignore[valid-type]
 
 
+class _RecallFacts(BaseModel):
+    about: str | None = Field(default=None, description=TOOL_TEXTS["recall_about"])
+
+
 def build_tools(working: WorkingCopy) -> list[BaseTool]:
     """The tools of `working.step`'s agent, bound to `working`. After onboarding: remember_fact,
-    correct_answer and answer_history (answers still change; nothing new is collected)."""
+    correct_answer, answer_history and recall_facts (answers still change; nothing new is collected).
+    answer_history and recall_facts read what the system prompt may have had no room for."""
     step = working.step
     remember = StructuredTool.from_function(
         func=lambda kind, value: working.remember(kind, value),
@@ -75,6 +80,12 @@ def build_tools(working: WorkingCopy) -> list[BaseTool]:
             name="answer_history",
             description=TOOL_TEXTS["answer_history"],
             args_schema=_AnswerHistory,
+        ),
+        StructuredTool.from_function(
+            func=lambda about=None: working.recall(about),
+            name="recall_facts",
+            description=TOOL_TEXTS["recall_facts"],
+            args_schema=_RecallFacts,
         ),
     ]
     if working.state.onboarding_complete:

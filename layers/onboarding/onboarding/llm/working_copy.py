@@ -19,7 +19,7 @@ from onboarding.config import Limits
 from onboarding.llm.prompts import STEP_PROMPTS
 from onboarding.model.answers import Answer, AnswerSource, read_answer, step_answers
 from onboarding.model.frozen import thaw
-from onboarding.model.profile import FactKind, UserProfile
+from onboarding.model.profile import PROFILE_FIELDS, FactKind, UserProfile
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState, WaitingFor, next_step
 from onboarding.model.text import is_blank
 
@@ -197,6 +197,17 @@ class WorkingCopy:
                 ],
             }
         )
+
+    def recall(self, about: str | None = None) -> str:
+        """What `recall_facts` does (reads only): every fact kept about the client, its named fields
+        and its free-form facts (oldest first), or only those sharing a word with `about`. The
+        system prompt may not have room for them all (llm/prompt_memory.py); this reads them."""
+        facts = [{"kind": key, "value": value} for key in PROFILE_FIELDS if (value := getattr(self.profile, key))]
+        facts += [{"kind": "other", "value": fact} for fact in self.profile.other_facts]
+        wanted = {word for word in (about or "").casefold().split() if len(word) > 2}
+        if wanted:
+            facts = [f for f in facts if wanted & set(f"{f['kind']} {f['value']}".casefold().replace("_", " ").split())]
+        return json.dumps({"facts": facts, "about": about} if about else {"facts": facts}, ensure_ascii=False)
 
     def start_new_conversation(self) -> None:
         """A reset command: the field waited for goes with the old conversation; after a completed

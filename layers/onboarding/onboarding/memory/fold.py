@@ -1,14 +1,33 @@
 """Owns what a fold takes into the summary after a turn: the messages the window will not hold.
 
 Those before the conversation start, and the oldest once the unsummarized part grows past the
-policy's limits, so the summary plus the window cover every message.
+policy's limits, so the summary plus the window cover every message. A fold takes the oldest
+unsummarized messages first, in order, a bounded amount at a time (`fold_batch`): a backlog (folds
+that failed, or the memory or summary switched off for a while) is caught up over as many turns
+as it needs, and nothing older than what a fold takes is ever passed over (issue 28).
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from onboarding.config import FoldPolicy
 from onboarding.memory.window import units_messages, units_of, units_tokens, unsummarized
 from onboarding.model.messages import Message
+
+
+@dataclass(frozen=True)
+class FoldReach:
+    """How far the fold after a turn may reach: every unsummarized message up to and including
+    `upto` (what the fold policy takes from what the turn saw), and, when the turn's read did not
+    reach back to the summary, every one before `before` (the oldest message the turn read)."""
+
+    upto: str | None
+    before: str | None
+
+    def takes(self, message: Message) -> bool:
+        return (self.upto is not None and message.message_id <= self.upto) or (
+            self.before is not None and message.message_id < self.before
+        )
 
 
 def fold_due(messages: Sequence[Message], start: int, through_message_id: str | None, policy: FoldPolicy) -> bool:
@@ -36,3 +55,57 @@ def fold_candidates(
         while units and units[0][0].role != "user":
             folded.extend(units.pop(0))
     return tuple(folded)
+
+
+def read_reached_summary(read: Sequence[Message], read_limit: int, through_message_id: str | None) -> bool:
+    """Whether a turn's read of the newest `read_limit` messages reached back to the summary: it did
+    unless it was full and every message in it is newer than what the summary covers (then older
+    ones wait unsummarized: a backlog)."""
+    full = len(read) >= read_limit
+    return not full or (through_message_id is not None and through_message_id >= read[0].message_id)
+
+
+def fold_reach(
+    seen: Sequence[Message], start: int, through_message_id: str | None, policy: FoldPolicy, reached_summary: bool
+) -> FoldReach | None:
+    """What the fold after a turn may take, from what the turn saw (`seen`: what it read, oldest
+    first, and what it stored) and whether that read reached back to the summary (it did unless it
+    was full and all of it is newer than the summary); None when nothing is due."""
+    before = None if reached_summary or not seen else seen[0].message_id
+    if before is None and not fold_due(seen, start, through_message_id, policy):
+        return None
+    candidates = fold_candidates(seen, start, through_message_id, policy)
+    upto = candidates[-1].message_id if candidates else None
+    return FoldReach(upto, before) if upto is not None or before is not None else None
+
+
+def fold_batch(
+    oldest: Sequence[Message], reach: FoldReach, max_tokens: int, read_all: bool, min_units: int = 1
+) -> tuple[Message, ...]:
+    """The messages one fold takes: from `oldest` (the oldest unsummarized messages, in order; all
+    of them when `read_all`), those `reach` allows, whole units. Of a backlog (before
+    `reach.before`) at most `max_tokens`, but at least `min_units` units (more than the turn added:
+    so a backlog of large messages still shrinks every turn); past the backlog, the policy's own
+    candidates whole, as every fold did (the window is sized for what they leave).
+
+    What stays unsummarized must start with the client's own words: Converse drops a conversation's
+    leading replies, so a reply left first would be in neither the summary nor the window. So the
+    batch takes the replies that follow it, and where the read stopped (more unread after it) it
+    ends before its last client's message instead."""
+    units = units_of(oldest)
+    taken = tokens = 0
+    for unit in units:
+        cost = units_tokens([unit])
+        in_backlog = reach.before is not None and unit[0].message_id < reach.before
+        over = taken >= min_units and tokens + cost > max_tokens
+        if not reach.takes(unit[0]) or (in_backlog and over and unit[0].role == "user"):
+            break
+        taken += 1
+        tokens += cost
+    if not taken:
+        return ()
+    while taken < len(units) and units[taken][0].role != "user":
+        taken += 1
+    if taken == len(units) and not read_all:
+        taken = max((i for i in range(1, taken) if units[i][0].role == "user"), default=taken)
+    return tuple(message for unit in units[:taken] for message in unit)

@@ -50,6 +50,16 @@ class RateLimitedError(Exception):
         self.what = what
 
 
+class TurnInProgressError(Exception):
+    """Another delivery of the same client message id is being answered right now: this copy
+    stores nothing and calls no model; it may try again after `retry_after_s` (then the stored
+    reply is replayed, or, if that delivery was abandoned, this one answers it: decision 0009)."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(f"this message is being answered already; try again in {retry_after_s} s for its reply")
+        self.retry_after_s = retry_after_s
+
+
 class InvalidMessageError(ValueError):
     """The user's message cannot be accepted as it is; nothing was stored."""
 

@@ -14,6 +14,8 @@ ProfileField = Literal["name", "preferred_name", "goals", "level", "limitations"
 FactKind = ProfileField | Literal["other"]
 PROFILE_FIELDS: tuple[ProfileField, ...] = ("name", "preferred_name", "goals", "level", "limitations", "preferences")
 
+FACT_LINE_PREFIX = "- Also: "  # how a free-form fact is shown (the prompt's fitting reads which lines are facts)
+
 _LABELS: dict[str, str] = {
     "name": "Name",
     "preferred_name": "Preferred name",
@@ -55,5 +57,5 @@ class UserProfile(BaseModel):
     def render_lines(self) -> list[str]:
         """`- Label: value` lines for the system prompt (empty when nothing is known)."""
         lines = [f"- {_LABELS[key]}: {value}" for key in PROFILE_FIELDS if (value := getattr(self, key))]
-        lines.extend(f"- Also: {fact}" for fact in self.other_facts)
+        lines.extend(f"{FACT_LINE_PREFIX}{fact}" for fact in self.other_facts)
         return lines

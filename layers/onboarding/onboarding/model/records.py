@@ -1,7 +1,7 @@
 """Owns the records that cross the persistence boundary: what a turn loads, what a claim finds,
 history pages, phone owners, link codes and the erasure receipt."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 from onboarding.model.messages import Message
@@ -60,6 +60,7 @@ class TurnCommit:
     profile: UserProfile | None = None
     client_id: str | None = None  # with one, the reply is recorded as that message id's answer...
     reply_text: str = ""  # ... with the whole text the person was sent, for a resend to repeat
+    lease: str | None = None  # ... if this turn still holds the id (another may have taken it over)
     since_ms: int = 0  # when the turn began: refused if the user was erased after that
 
 
@@ -92,6 +93,10 @@ class ClaimedTurn:
     first: bool
     delivered: bool = False  # the reply reached the person (recorded by `mark_delivered`)
     reply_text: str | None = None  # the whole text the person was sent (None: not recorded)
+    # The token of this delivery's hold on the id while it answers (None: it holds none, a replay).
+    lease: str | None = None
+    # Until when (epoch ms) the delivery answering the id holds it (0: nobody answers it now).
+    lease_until_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,13 @@ class PhoneOwner:
     opted_out: bool
     merge_from: str | None = None
     erase_requested_until: int | None = None
+    # When the link that left `merge_from` was made (epoch ms): an erase of the owner after it
+    # refuses the merge's writes (0: not recorded, so any erase still marked refuses them).
+    merge_since_ms: int = 0
+    # The link code this phone texted (LINK <code>), waiting for its YES until `link_confirm_until`
+    # (epoch seconds).
+    link_code: str | None = None
+    link_confirm_until: int | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +141,10 @@ class ErasureReport:
     # expire within the hour; erasing them would let an erase reset the rate limit.
     kept_rate_counters: int = 0
 
+    def plus(self, other: "ErasureReport") -> "ErasureReport":
+        """Both erases counted together (an erase that took a pending merge's SMS-only user along)."""
+        return ErasureReport(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
     @property
     def total(self) -> int:
         return (
@@ -139,3 +155,12 @@ class ErasureReport:
             + self.link_codes
             + self.other_items
         )
+
+
+@dataclass(frozen=True)
+class ErasedMark:
+    """When a user was last erased (epoch ms), and into whom their memory was merged if a linked
+    phone's merge was why (None: the person erased it)."""
+
+    erased_at_ms: int
+    merged_into: str | None = None

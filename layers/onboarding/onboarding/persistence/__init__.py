@@ -3,7 +3,8 @@
 `keys` (the key schema), `codec` (items to domain types and back), `calls` (one place that
 translates every botocore failure, service or network, into `StoreError` and reads a cancelled
 transaction's reasons by the name of the item they belong to), and one repository per aggregate:
-`conversation` (reads), `turn_writes` (a turn's writes), `phones`, `rate_limit`, `erasure`.
+`conversation` (reads), `turn_writes` (a turn's writes, with `client_records`), `phones` (with
+`link_requests`), `rate_limit`, `erasure`, `merging`.
 `Repositories` bundles them over one client.
 """
 
@@ -16,6 +17,7 @@ from onboarding.config import Limits
 from onboarding.persistence.capacity import count_capacity
 from onboarding.persistence.conversation import ConversationRepository
 from onboarding.persistence.erasure import Eraser
+from onboarding.persistence.link_requests import LinkRequests
 from onboarding.persistence.merging import PartitionMerger
 from onboarding.persistence.phones import PhoneDirectory
 from onboarding.persistence.rate_limit import RateLimiter
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConversationRepository",
     "Eraser",
+    "LinkRequests",
     "PartitionMerger",
     "PhoneDirectory",
     "RateLimiter",
@@ -45,6 +48,7 @@ class Repositories:
     rate_limits: RateLimiter
     erasure: Eraser
     merger: PartitionMerger
+    link_requests: LinkRequests
 
     @classmethod
     def over(
@@ -59,4 +63,5 @@ class Repositories:
             rate_limits=rate_limits,
             erasure=Eraser(client, table_name, limits, clock),
             merger=PartitionMerger(client, table_name, limits, clock),
+            link_requests=LinkRequests(client, table_name, clock),
         )

@@ -1,4 +1,5 @@
-"""Owns reading a user's conversation: the turn's one Query, history pages, and the fold's read."""
+"""Owns reading a user's conversation: the turn's one Query, history pages, and the fold's read
+(the oldest unsummarized messages)."""
 
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -117,8 +118,9 @@ class ConversationRepository:
         next_cursor = encode_cursor(items[-1]["sk"]["S"]) if more and items else None
         return HistoryPage(messages=messages, next_cursor=next_cursor)
 
-    def messages_after(self, user_id: str, summary: ConversationSummary | None, limit: int) -> tuple[Message, ...]:
-        """The newest `limit` messages the summary does not cover yet, oldest first (the fold's read)."""
+    def oldest_unsummarized(self, user_id: str, summary: ConversationSummary | None, limit: int) -> tuple[Message, ...]:
+        """The OLDEST `limit` messages the summary does not cover yet, oldest first (the fold's read:
+        a fold takes them in order, so a backlog is caught up without passing any over; issue 28)."""
         lower = message_sort_key(summary.through_message_id) if summary else MESSAGE_PREFIX
         request: dict[str, Any] = {
             "TableName": self._table,
@@ -128,11 +130,11 @@ class ConversationRepository:
                 ":after": {"S": lower + "\x00"},  # strictly after the covered message
                 ":last": {"S": MESSAGE_PREFIX + "\U0010ffff"},
             },
-            "ScanIndexForward": False,
+            "ScanIndexForward": True,
         }
         items, _ = self._paged(request, limit)
         now = self._clock()
-        return tuple(reversed([m for item in items if (m := parse_message(item, now)) is not None]))
+        return tuple(m for item in items if (m := parse_message(item, now)) is not None)
 
     def _query_newest(
         self,

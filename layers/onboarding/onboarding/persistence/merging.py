@@ -1,6 +1,10 @@
 """Owns the table side of joining an SMS-only user to an app user: reading the SMS partition,
 copying its messages and message-id records, and writing the merged state, profile and summary
-(the rules are `memory.merging`; the steps are `onboarding.linking`)."""
+(the rules are `memory.merging`; the steps are `onboarding.linking`).
+
+Every write into the app user's partition carries the erasure guard (`writing.erasure_guard`): an
+erase of the app user after the link refuses it (UserErasedError), so a merge still running can
+never write back what the erase removed (issue 28)."""
 
 import time
 from collections.abc import Callable
@@ -8,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from onboarding.config import Limits
-from onboarding.model.errors import MemoryChangedError
+from onboarding.model.errors import MemoryChangedError, UserErasedError
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
 from onboarding.model.records import ConversationSummary, Memory
@@ -32,13 +36,22 @@ from onboarding.persistence.keys import (
     SUMMARY_SORT_KEY,
     partition,
 )
-from onboarding.persistence.partitions import batch_write, partition_items
-from onboarding.persistence.writing import versioned_put
+from onboarding.persistence.partitions import partition_items
+from onboarding.persistence.writing import ERASED_CHECK, erasure_guard, versioned_put
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 Item = dict[str, Any]
+
+# A transaction holds at most 100 items and 4 MB: the copies go 99 at a time (and the guard), and
+# under 3 MB of items (a message is at most MAX_MESSAGE_BYTES, 256 KB at most, plus its keys).
+COPIES_PER_TRANSACTION = 99
+COPY_BYTES_PER_TRANSACTION = 3_000_000
+# A copied message-id record is answered by the merged user; the hold of a delivery that was
+# answering it as the SMS-only user does not come along (that turn is refused, and the text is
+# answered again as the app user: onboarding.sms.responder).
+_NOT_COPIED = ("lease", "lease_until_ms")
 
 
 @dataclass(frozen=True)
@@ -57,7 +70,6 @@ class PartitionMerger:
     ) -> None:
         self._client = client
         self._table = table_name
-        self._attempts = limits.erase_batch_attempts
         self._clock = clock
 
     def read(self, user_id: str) -> JoiningPartition:
@@ -81,11 +93,35 @@ class PartitionMerger:
             messages=tuple(sorted(messages, key=lambda m: m.message_id)),
         )
 
-    def copy(self, user_id: str, copies: tuple[Item, ...]) -> None:
+    def copy(self, user_id: str, copies: tuple[Item, ...], since_ms: int) -> None:
         """The items into `user_id`'s partition under the same sort keys (message ids are unique
-        across users, so nothing is overwritten; copying again writes the same items)."""
-        puts = [{"PutRequest": {"Item": {**item, "pk": partition(user_id)}}} for item in copies]
-        batch_write(self._client, self._table, puts, self._attempts, "could not copy the texted conversation")
+        across users, so nothing is overwritten; copying again writes the same items), in
+        transactions that each hold only if `user_id` was not erased at or after `since_ms`
+        (UserErasedError otherwise)."""
+        chunk: list[Item] = []
+        size = 0
+        for item in copies:
+            moved = {key: value for key, value in item.items() if key not in _NOT_COPIED} | {"pk": partition(user_id)}
+            item_size = len(repr(moved))
+            if chunk and (len(chunk) == COPIES_PER_TRANSACTION or size + item_size > COPY_BYTES_PER_TRANSACTION):
+                self._copy_chunk(user_id, chunk, since_ms)
+                chunk, size = [], 0
+            chunk.append(moved)
+            size += item_size
+        if chunk:
+            self._copy_chunk(user_id, chunk, since_ms)
+
+    def _copy_chunk(self, user_id: str, items: list[Item], since_ms: int) -> None:
+        transaction = Transaction(self._table)
+        for index, item in enumerate(items):
+            transaction.add(f"copy-{index}", "Put", {"Item": item})
+        erasure_guard(transaction, user_id, since_ms)
+        try:
+            transaction.run(self._client, "could not copy the texted conversation")
+        except TransactionCancelled as cancelled:
+            if ERASED_CHECK in cancelled.failed:
+                raise UserErasedError("the app user was erased while the phone's texts joined it") from None
+            raise
 
     def write_merged(
         self,
@@ -95,9 +131,11 @@ class PartitionMerger:
         state: OnboardingState,
         profile: UserProfile,
         summary: ConversationSummary | None,
+        since_ms: int,
     ) -> None:
         """The merged state, profile and summary, in one transaction, each only if unchanged since
-        `read` (MemoryChangedError otherwise: a turn of the app user saved meanwhile)."""
+        `read` (MemoryChangedError otherwise: a turn of the app user saved meanwhile), and only if
+        the app user was not erased at or after `since_ms` (UserErasedError otherwise)."""
         now = self._clock()
         transaction = Transaction(self._table)
         transaction.add(
@@ -115,9 +153,12 @@ class PartitionMerger:
                 else {"ConditionExpression": "attribute_not_exists(sk)"}
             )
             transaction.add("summary", "Put", {"Item": summary_item(user_id, summary, now), **unchanged})
+        erasure_guard(transaction, user_id, since_ms)
         try:
             transaction.run(self._client, "could not store the joined memory")
         except TransactionCancelled as cancelled:
+            if ERASED_CHECK in cancelled.failed:
+                raise UserErasedError("the app user was erased while the phone's texts joined it") from None
             if cancelled.failed or cancelled.conflicted:
                 raise MemoryChangedError("the app user's memory changed while the phone was joined") from None
             raise

@@ -31,6 +31,7 @@ from onboarding.persistence.keys import (
     phone_key,
     user_key,
 )
+from onboarding.persistence.link_requests import valid_code
 from onboarding.persistence.rate_limit import RATE_ITEM, RateLimiter
 
 if TYPE_CHECKING:
@@ -65,12 +66,16 @@ class PhoneDirectory:
             return None
         try:
             erase_until = item.get("erase_requested_until", {}).get("N")
+            confirm_until = item.get("link_confirm_until", {}).get("N")
             return PhoneOwner(
                 phone,
                 item["user_id"]["S"],
                 item.get("opted_out", {}).get("BOOL", False),
                 merge_from=item.get("merge_from", {}).get("S"),
                 erase_requested_until=int(erase_until) if erase_until else None,
+                merge_since_ms=int(item.get("merge_since_ms", {}).get("N", "0")),
+                link_code=item.get("link_code", {}).get("S"),
+                link_confirm_until=int(confirm_until) if confirm_until else None,
             )
         except (KeyError, TypeError, ValueError) as error:
             raise StoreError("the phone number's owner item is malformed") from error
@@ -110,17 +115,9 @@ class PhoneDirectory:
         transaction: a failed link leaves the code usable, and a code links one phone only once.
         An unknown, expired or already used code gives None."""
         normalized = normalize_link_code(code)
-        if normalized is None:
+        if normalized is None or (user_id := valid_code(self._client, self._table, normalized, self._clock())) is None:
             return None
-        with store_call("could not read the link code"):
-            item = self._client.get_item(TableName=self._table, Key=link_key(normalized), ConsistentRead=True).get(
-                "Item"
-            )
         now = int(self._clock())
-        # TTL deletion lags by days, so the expiry is checked here, and again in the transaction.
-        if item is None or int(item.get("expires_at", {}).get("N", "0")) <= now:
-            return None
-        user_id = item["user_id"]["S"]
         previous = self.find_owner(phone)
         transaction = Transaction(self._table).add(
             CODE_ITEM,
@@ -136,14 +133,21 @@ class PhoneDirectory:
         merge_from = (
             previous.user_id if previous and previous.user_id != user_id and is_sms_only(previous.user_id) else None
         )
-        self._link_transaction(phone, user_id, previous, transaction, merge_from)
+        now_ms = int(self._clock() * 1000)
+        self._link_transaction(phone, user_id, previous, transaction, merge_from, now_ms)
         try:
             transaction.run(self._client, "could not link the phone number")
         except TransactionCancelled as cancelled:
             if CODE_ITEM in cancelled.failed:
                 return None  # used (or expired) between our read and the transaction
             raise StoreError("the phone number's owner changed while linking it") from cancelled
-        return PhoneOwner(phone, user_id, previous.opted_out if previous else False, merge_from=merge_from)
+        return PhoneOwner(
+            phone,
+            user_id,
+            previous.opted_out if previous else False,
+            merge_from=merge_from,
+            merge_since_ms=now_ms if merge_from else 0,
+        )
 
     def _add_owner(
         self,
@@ -152,8 +156,10 @@ class PhoneDirectory:
         user_id: str,
         previous: PhoneOwner | None,
         merge_from: str | None = None,
+        merge_since_ms: int = 0,
     ) -> None:
-        """The owner item naming `user_id`, conditional on the owner not having changed since read."""
+        """The owner item naming `user_id`, conditional on the owner not having changed since read;
+        with `merge_from`, the SMS-only user whose memory joins it, and when the link was made."""
         condition: dict[str, Any] = (
             {
                 "ConditionExpression": "user_id = :previous",
@@ -166,6 +172,7 @@ class PhoneDirectory:
         item = {**phone_key(phone), "user_id": {"S": user_id}, "opted_out": {"BOOL": opted_out}}
         if merge_from is not None:
             item["merge_from"] = {"S": merge_from}
+            item["merge_since_ms"] = {"N": str(merge_since_ms)}
         transaction.add(OWNER_ITEM, "Put", {"Item": item, **condition})
 
     def _link_transaction(
@@ -175,10 +182,11 @@ class PhoneDirectory:
         previous: PhoneOwner | None,
         transaction: Transaction | None = None,
         merge_from: str | None = None,
+        merge_since_ms: int = 0,
     ) -> Transaction:
         """The writes that move `phone` to `user_id`, conditional on its owner not having changed."""
         transaction = transaction or Transaction(self._table)
-        self._add_owner(transaction, phone, user_id, previous, merge_from)
+        self._add_owner(transaction, phone, user_id, previous, merge_from, merge_since_ms)
         transaction.add("contact", "Put", {"Item": contact_key(user_id, phone)})
         if previous and previous.user_id != user_id:
             transaction.add("old-contact", "Delete", {"Key": contact_key(previous.user_id, phone)})

@@ -6,6 +6,7 @@ Every message write is conditional on its key being new, so nothing is ever over
 every write is guarded against an erase that happened after the turn began (`writing`).
 """
 
+import secrets
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -13,19 +14,22 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 
 from onboarding.config import Limits, RateLimit
-from onboarding.model.errors import ClientIdConflictError, MemoryChangedError, StoreError, UserErasedError
+from onboarding.model.errors import (
+    MemoryChangedError,
+    StoreError,
+    UserErasedError,
+)
 from onboarding.model.messages import Message, Role
 from onboarding.model.records import ClaimedTurn, CommittedTurn, ConversationSummary, TurnCommit
 from onboarding.persistence.calls import (
-    ConditionFailed,
     KeyCollision,
     Transaction,
     TransactionCancelled,
-    store_call,
     with_fresh_keys,
 )
-from onboarding.persistence.codec import message_item, parse_message, profile_item, state_item, summary_item
-from onboarding.persistence.keys import CLIENT_ID_PATTERN, client_key, message_sort_key, user_key
+from onboarding.persistence.client_records import CLAIM_ITEM, ClientRecords
+from onboarding.persistence.codec import message_item, profile_item, state_item, summary_item
+from onboarding.persistence.keys import CLIENT_ID_PATTERN, client_key
 from onboarding.persistence.rate_limit import RATE_ITEM, RateLimiter
 from onboarding.persistence.writing import ERASED_CHECK, MessageStamper, erasure_guard, run_once, versioned_put
 
@@ -34,8 +38,7 @@ if TYPE_CHECKING:
 
 logger = Logger(child=True)
 
-CLAIM_ITEM, REPLY_MARK_ITEM, STATE_ITEM, PROFILE_ITEM, SUMMARY_ITEM = (
-    "claim",
+REPLY_MARK_ITEM, STATE_ITEM, PROFILE_ITEM, SUMMARY_ITEM = (
     "reply-mark",
     "state",
     "profile",
@@ -63,6 +66,7 @@ class TurnWriter:
         self._clock = clock
         self._ttl_s = limits.message_ttl_s
         self._stamper = MessageStamper(clock)
+        self.records = ClientRecords(client, table_name, limits, clock)
 
     def _since(self, since_ms: int | None) -> int:
         return int(self._clock() * 1000) if since_ms is None else since_ms
@@ -71,13 +75,19 @@ class TurnWriter:
         item = message_item(user_id, message, self._ttl_s)
         transaction.add(name, "Put", {"Item": item, "ConditionExpression": "attribute_not_exists(sk)"})
 
-    def _run(self, transaction: Transaction, what: str, rate_limit: RateLimit | None = None) -> None:
-        """Run `transaction` once (see `writing.run_once`). UserErasedError when the user was erased
-        since the turn began; RateLimitedError when the window is full; KeyCollision when a new key
-        was taken or another transaction collided (try again with fresh keys); any other
-        cancellation is raised for the caller to read."""
+    def _run(
+        self, transaction: Transaction, what: str, rate_limit: RateLimit | None = None, new_keys: bool = True
+    ) -> None:
+        """Run `transaction` once (see `writing.run_once`; `new_keys`: it puts a new message, which
+        is looked up when the answer is lost). UserErasedError when the user was erased since the
+        turn began; RateLimitedError when the window is full; KeyCollision when a new key was taken
+        or another transaction collided (try again with fresh keys); any other cancellation is
+        raised for the caller to read."""
         try:
-            run_once(self._client, transaction, what, _message_name(0))
+            if new_keys:
+                run_once(self._client, transaction, what, _message_name(0))
+            else:
+                transaction.run(self._client, what)
         except TransactionCancelled as cancelled:
             if ERASED_CHECK in cancelled.failed:
                 logger.info("Write refused: the user was erased after this turn began")
@@ -123,15 +133,22 @@ class TurnWriter:
         rate_limit: RateLimit | None = None,
         since_ms: int | None = None,
     ) -> ClaimedTurn:
-        """Store the user's message once per `client_id`: a second delivery of the same id stores
-        nothing and gets the first one's message (and the reply, once stored). Only a first
-        delivery counts against `rate_limit`."""
+        """Store the user's message once per `client_id`, and hold the id while this delivery answers
+        it (`Limits.turn_lease_s`; decision 0009). A later delivery of the same id stores nothing:
+
+        - the reply stored: it gets the first delivery's message and reply (a replay, no model call);
+        - the first still answering: TurnInProgressError (it calls no model; it may ask again);
+        - the first abandoned (its hold released by a failed turn, or run out): it takes the id over
+          and answers the stored message, counted by `rate_limit` like a new message.
+
+        So every model call is counted, and one id is answered by one model turn at a time."""
         if not CLIENT_ID_PATTERN.match(client_id):
             raise ValueError("a client message id is 1 to 128 letters, digits or _.:-")
         since = self._since(since_ms)
 
         def attempt() -> ClaimedTurn:
             message = self._stamper.stamp(Message("user", content))
+            lease, until = secrets.token_hex(8), self.records.lease_until_ms()
             transaction = Transaction(self._table)
             self._add_message(transaction, _message_name(0), user_id, message)
             claim = {
@@ -139,6 +156,8 @@ class TurnWriter:
                     **client_key(user_id, client_id),
                     "user_message_id": {"S": message.message_id},
                     "expires_at": {"N": str(int(self._clock()) + self._limits.client_record_lifetime_s)},
+                    "lease": {"S": lease},
+                    "lease_until_ms": {"N": str(until)},
                 },
                 "ConditionExpression": "attribute_not_exists(sk)",
             }
@@ -150,12 +169,44 @@ class TurnWriter:
                 self._run(transaction, "could not store the user message", rate_limit)
             except TransactionCancelled as cancelled:
                 if CLAIM_ITEM in cancelled.failed:
-                    return self.earlier_turn(user_id, client_id, content)
+                    return self._claimed_before(user_id, client_id, content, rate_limit, since)
                 raise
-            return ClaimedTurn(message, reply=None, first=True)
+            return ClaimedTurn(message, reply=None, first=True, lease=lease, lease_until_ms=until)
 
         claimed: ClaimedTurn = self._fresh_keys("the user message", attempt)
         return claimed
+
+    def _claimed_before(
+        self, user_id: str, client_id: str, content: str, rate_limit: RateLimit | None, since_ms: int
+    ) -> ClaimedTurn:
+        """A delivery of an id claimed before: the stored reply, in progress, or taken over."""
+        earlier = self.records.earlier_turn(user_id, client_id, content)
+        if earlier.reply is not None:
+            return earlier
+        self.records.refuse_while_held(earlier)
+        return self.records.take_over(user_id, client_id, earlier, since_ms, self._counted_run(user_id, rate_limit))
+
+    def _counted_run(self, user_id: str, rate_limit: RateLimit | None) -> Callable[[Transaction], None]:
+        """Runs a transaction counted by `rate_limit` (a refusal raised as `_run` raises it)."""
+
+        def run(transaction: Transaction) -> None:
+            if rate_limit is not None:
+                self._rate_limits.add_count(transaction, user_id, rate_limit)
+            self._run(transaction, "could not store the user message", rate_limit, new_keys=False)
+
+        return run
+
+    def earlier_turn(self, user_id: str, client_id: str, content: str | None) -> ClaimedTurn:
+        """What an earlier delivery of `client_id` stored (see `ClientRecords.earlier_turn`)."""
+        return self.records.earlier_turn(user_id, client_id, content)
+
+    def release_claim(self, user_id: str, client_id: str, lease: str) -> None:
+        """Give up a failed or abandoned turn's hold on its id (see `ClientRecords.release`)."""
+        self.records.release(user_id, client_id, lease)
+
+    def mark_delivered(self, user_id: str, client_id: str) -> None:
+        """Record that the reply to a client message id reached the person (so a retry sends nothing)."""
+        self.records.mark_delivered(user_id, client_id)
 
     def commit_reply(self, commit: TurnCommit) -> CommittedTurn:
         """Store what a turn produced in ONE transaction: its tool calls and results, its reply, and
@@ -177,14 +228,16 @@ class TurnWriter:
             for index, message in enumerate(stored):
                 self._add_message(transaction, _message_name(index), user_id, message)
             if commit.client_id is not None:
+                held = " AND lease = :lease" if commit.lease is not None else ""
                 mark = {
                     "Key": client_key(user_id, commit.client_id),
                     "UpdateExpression": "SET reply_message_id = :reply, reply_text = :text",
-                    "ConditionExpression": "attribute_exists(sk) AND attribute_not_exists(reply_message_id)",
+                    "ConditionExpression": "attribute_exists(sk) AND attribute_not_exists(reply_message_id)" + held,
                     "ExpressionAttributeValues": {
                         ":reply": {"S": stored[-1].message_id},
                         ":text": {"S": commit.reply_text},
-                    },
+                    }
+                    | ({":lease": {"S": commit.lease}} if commit.lease is not None else {}),
                 }
                 transaction.add(REPLY_MARK_ITEM, "Update", mark)
             now = self._clock()
@@ -199,9 +252,9 @@ class TurnWriter:
                 self._run(transaction, "could not store the assistant message")
             except TransactionCancelled as cancelled:
                 if commit.client_id is not None and REPLY_MARK_ITEM in cancelled.failed:
-                    earlier = self.earlier_turn(user_id, commit.client_id, None)
-                    if earlier.reply is None:
-                        raise StoreError("the turn's record is missing") from cancelled
+                    earlier = self.records.earlier_turn(user_id, commit.client_id, None)
+                    if earlier.reply is None:  # this turn outlived its hold and another took the id over
+                        raise StoreError("another delivery of this message is answering it") from cancelled
                     return CommittedTurn((earlier.reply,), earlier.reply_text or earlier.reply.content, earlier=True)
                 if cancelled.failed & {STATE_ITEM, PROFILE_ITEM}:
                     raise MemoryChangedError("the state or profile changed since the turn read them") from None
@@ -210,47 +263,6 @@ class TurnWriter:
 
         committed: CommittedTurn = self._fresh_keys("the assistant message", attempt)
         return committed
-
-    def earlier_turn(self, user_id: str, client_id: str, content: str | None) -> ClaimedTurn:
-        """What an earlier delivery of `client_id` stored; ClientIdConflictError when its message
-        differs from `content`."""
-        with store_call("could not read the earlier delivery"):
-            record = self._client.get_item(
-                TableName=self._table, Key=client_key(user_id, client_id), ConsistentRead=True
-            ).get("Item")
-        if record is None:
-            raise StoreError("the turn's record is missing")
-        user_message = self._get_message(user_id, record["user_message_id"]["S"])
-        reply_id = record.get("reply_message_id", {}).get("S")
-        reply = self._get_message(user_id, reply_id) if reply_id else None
-        delivered = bool(record.get("delivered", {}).get("BOOL", False))
-        reply_text = record.get("reply_text", {}).get("S")
-        if user_message is None:
-            raise StoreError("the earlier delivery's message is missing")
-        if content is not None and user_message.content != content:
-            raise ClientIdConflictError("this client message id was already used for a different message")
-        return ClaimedTurn(user_message, reply, first=False, delivered=delivered, reply_text=reply_text)
-
-    def _get_message(self, user_id: str, message_id: str) -> Message | None:
-        with store_call("could not read the earlier delivery"):
-            item = self._client.get_item(
-                TableName=self._table, Key=user_key(user_id, message_sort_key(message_id)), ConsistentRead=True
-            ).get("Item")
-        return None if item is None else parse_message(item, self._clock())
-
-    def mark_delivered(self, user_id: str, client_id: str) -> None:
-        """Record that the reply to a client message id reached the person (so a retry sends nothing)."""
-        try:
-            with store_call("could not record the delivery"):
-                self._client.update_item(
-                    TableName=self._table,
-                    Key=client_key(user_id, client_id),
-                    UpdateExpression="SET delivered = :yes",
-                    ConditionExpression="attribute_exists(sk)",
-                    ExpressionAttributeValues={":yes": {"BOOL": True}},
-                )
-        except ConditionFailed as error:
-            raise StoreError("could not record the delivery: the turn's record is missing") from error
 
     def save_summary(self, user_id: str, summary: ConversationSummary, since_ms: int | None = None) -> bool:
         """Store `summary` unless a summary that covers more is stored already (a later fold that

@@ -25,6 +25,13 @@ _LINK_REQUEST = re.compile(r"^\s*LINK\s+(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 
 LINKED = "Linked! Texts from this phone now continue your conversation from the app."
 LINK_REFUSED = "That link code is not valid or has expired. Get a new one in the app and text LINK <code>."
+LINK_CONFIRMATION = "YES"
+LINK_CONFIRM = (
+    "Reply YES within {minutes} minutes to link this phone to the app account that made this code: "
+    "what you have texted me so far joins that account's memory, and your texts continue its "
+    "conversation. If that is not your account, ignore this and nothing changes."
+)
+LINK_LOCKED = "Too many wrong link codes from this phone. Try again in {minutes} minutes, with a new code from the app."
 TEXT_ONLY = "I can only read text messages. Please type your answer."
 ERASE_KEYWORD, ERASE_CONFIRMATION = "DELETE MY DATA", "YES DELETE"
 ERASE_ASK = (
@@ -95,7 +102,9 @@ class SmsIntake:
             return None
         if (link := _LINK_REQUEST.match(sms.body)) is not None and normalize_link_code(link.group(1)):
             # Only "LINK" and a code-shaped word: "link me up with a plan" is for the coach.
-            return self._link(sms.from_phone, link.group(1))
+            return self._request_link(owner, link.group(1))
+        if _words(sms.body) == LINK_CONFIRMATION and self._link_pending(owner):
+            return self._link(owner)
         if (erase_reply := self._erase_request(sms, owner)) is not None:
             return erase_reply
         if is_blank(sms.body):
@@ -112,9 +121,31 @@ class SmsIntake:
         )
         return None
 
-    def _link(self, phone: str, code: str) -> str:
-        if self._linking.link(phone, code) is None:
+    def _request_link(self, owner: PhoneOwner, code: str) -> str:
+        """LINK <code>: nothing is linked yet. A valid code is kept on the phone, which is asked to
+        reply YES (so a code alone cannot pull a phone's texts into an account: decision 0015). Every
+        code is counted before it is checked, and a right one given back: past a few wrong ones in a
+        window the phone is locked out until the window ends, even texts sent at once."""
+        limit, requests = self._limits.link_failure_limit, self._store.link_requests
+        if (locked_s := requests.take_link_attempt(owner.phone, limit)) is not None:
+            logger.info("Link code refused unread: too many wrong codes from this phone")
+            return LINK_LOCKED.format(minutes=max(1, -(-locked_s // 60)))
+        window = self._limits.link_confirmation_window_s
+        if not requests.request_link(owner.phone, code, int(self._clock()) + window):
             logger.info("Phone link refused: unknown, expired or used code")
+            return LINK_REFUSED
+        requests.give_back_link_attempt(owner.phone, limit)
+        logger.info("Link code accepted; waiting for the phone's YES")
+        return LINK_CONFIRM.format(minutes=max(1, window // 60))
+
+    def _link_pending(self, owner: PhoneOwner) -> bool:
+        until = owner.link_confirm_until
+        return owner.link_code is not None and until is not None and until >= int(self._clock())
+
+    def _link(self, owner: PhoneOwner) -> str:
+        """YES after LINK <code>: link the phone and bring its texts (the code is used up now)."""
+        if owner.link_code is None or self._linking.link(owner.phone, owner.link_code) is None:
+            logger.info("Phone link refused: the code expired or was used before the YES")
             return LINK_REFUSED
         logger.info("Phone linked to an app user")
         return LINKED

@@ -3,7 +3,9 @@
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from onboarding.model.text import normalized_text
 
 E164_PATTERN = r"^\+[1-9]\d{6,14}$"
 
@@ -26,6 +28,13 @@ class InboundSms(BaseModel):
     to_phone: str = Field(min_length=1, max_length=64)
     body: str = Field(max_length=16_000)
     opt_out: OptOut | None = None
+
+    @field_validator("body")
+    @classmethod
+    def _normalized(cls, body: str) -> str:
+        """Normalised where it comes in (model/text.py): keywords, links and the queued turn all
+        read the text as it is stored."""
+        return normalized_text(body)
 
 
 class SmsTurnRequest(BaseModel):

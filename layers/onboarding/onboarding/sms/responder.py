@@ -7,6 +7,7 @@ from aws_lambda_powertools import Logger
 from onboarding.linking import PhoneLinking
 from onboarding.metrics import count_metric
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, UserErasedError
+from onboarding.model.records import PhoneOwner
 from onboarding.persistence import Repositories
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.sender import RecipientOptedOutError, SmsSender, UndeliverableError
@@ -16,6 +17,9 @@ from onboarding.turns import TurnService
 logger = Logger(child=True)
 
 MODEL_APOLOGY = "Sorry, I couldn't answer just now. I have your message; please text me again in a minute."
+# How often a text's user may change while it is answered (a link's merge moves it once) before
+# the text is left to the queue's retry.
+ADDRESSEE_CHANGES = 3
 TOO_LONG = "That message is too long for me to read. Could you send it in a few shorter texts?"
 SLOW_DOWN = "You're texting faster than I can keep up. Give me a minute, then send that again."
 
@@ -33,16 +37,50 @@ class SmsResponder:
         failure stores nothing twice: it answers the stored message, or re-sends the stored reply
         if it had not been recorded as delivered (parts sent before a failed one are sent again).
         A model failure does not propagate: the user's turn is kept and they are told to try again.
+
+        The text is answered as its number's owner now (a phone linked while the text waited
+        continues the app account). A text whose user was erased since it arrived is answered as
+        nobody (a dead-lettered text redriven after an erase, issue 28); but if that user's memory
+        joined another's (a link's merge, even mid-turn), it is answered as that user, never dropped.
         """
         owner = self._store.phones.find_owner(request.from_phone)
         if owner is not None and owner.opted_out:
             logger.info("Queued text from a number that opted out since; not answered")
             return 0
-        # The number's owner now: a phone linked to an app account while its text waited in the
-        # queue continues that account's conversation, with what it texted before joined to it.
-        user_id = owner.user_id if owner is not None else request.user_id
-        if owner is not None and owner.merge_from is not None:
-            await asyncio.to_thread(PhoneLinking(self._store, self._service.limits).finish_merge, owner)
+        for _ in range(ADDRESSEE_CHANGES):
+            user_id = await asyncio.to_thread(self._addressee, request, owner)
+            if user_id is None:
+                logger.info("Text received before its user's data was erased; not answered")
+                return 0
+            if owner is not None and owner.merge_from is not None:
+                await asyncio.to_thread(PhoneLinking(self._store, self._service.limits).finish_merge, owner)
+            try:
+                return await self._answer(request, user_id)
+            except UserErasedError:
+                # Erased while it was answered: by the person (then nothing is sent), or because its
+                # memory joined an app user (a link): then the text is answered again, as them.
+                owner = self._store.phones.find_owner(request.from_phone)
+        logger.warning("A text's user kept changing while it was answered; left for the queue to retry")
+        raise UserErasedError("the text's user kept changing while it was answered")
+
+    def _addressee(self, request: SmsTurnRequest, owner: PhoneOwner | None) -> str | None:
+        """Who answers the text: the number's owner now, unless the user it was queued for was
+        erased since it arrived (None: answered as nobody), following the erase marks of merged
+        users to the user their memory joined."""
+        if owner is not None and owner.user_id == request.user_id:
+            return owner.user_id  # the same user: the turn's own erasure guard covers an erase
+        received_ms = int(request.received_at.timestamp() * 1000) if request.received_at else 0
+        user_id = request.user_id
+        for _ in range(ADDRESSEE_CHANGES):
+            mark = self._store.erasure.erased_mark(user_id)
+            if mark is None or mark.erased_at_ms < received_ms:
+                break
+            if mark.merged_into is None:
+                return None  # erased by the person after the text arrived
+            user_id = mark.merged_into
+        return owner.user_id if owner is not None else user_id
+
+    async def _answer(self, request: SmsTurnRequest, user_id: str) -> int:
         try:
             # Twilio's MessageSid identifies the turn: a retried text is stored and answered once.
             turn = await self._service.start_turn(
@@ -53,14 +91,8 @@ class SmsResponder:
             return self._send([TOO_LONG], request)
         except RateLimitedError:
             return await self._refuse_for_rate(request, user_id)
-        except UserErasedError:
-            logger.info("Text received before the user's data was erased; not answered")
-            return 0
         try:
             result = await turn.collect()
-        except UserErasedError:
-            logger.info("The user's data was erased while the text was answered; nothing sent")
-            return 0
         except ModelUnavailableError:
             return self._send([MODEL_APOLOGY], request)
         except InvalidMessageError:

@@ -1,0 +1,120 @@
+"""Owns how the user's memory is shown in the system prompt: its sections (what is known, about the
+client, the summary), their texts, which items are kept first, which give way first, and the one
+line that says what gave way (llm/prompt_fitting.py fits them; llm/prompts.py holds the rest of
+the prompt's text).
+
+What is kept first: the current step's answers (and what it could not answer). Then, in turns:
+the other answers (the most recently told first), the summary (its newest lines first, never with
+a gap), the profile (its named fields, then its free-form facts, newest first). What gave way is
+still stored: the note names `answer_history` (any answer, with its earlier values) and
+`recall_facts` (every fact), which read it.
+"""
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from onboarding.llm.prompt_fitting import MemoryItem, MemorySection, PromptPart, PromptSection
+from onboarding.model.answers import Answer, step_answers
+from onboarding.model.profile import FACT_LINE_PREFIX
+from onboarding.model.state import OnboardingAgentType
+
+KNOWN_HEADER = "Already known:"
+PROFILE_HEADER = "About the client (remembered across conversations):"
+SUMMARY_HEADER = "Summary of the earlier conversation:"
+NOTHING_YET = "- nothing yet"
+NONE_SHOWN = "- (more than the prompt has room for: see 'More is stored' below)"
+LEFT_OUT_TITLE = "More is stored"
+LEFT_OUT_NOTE = "More is stored about the client than is shown here: {parts}."
+LEFT_OUT_ANSWERS = "answers not shown: {n} (answer_history reads any answer, with its earlier values)"
+LEFT_OUT_FACTS = "facts about the client not shown: {n} (recall_facts reads them all)"
+LEFT_OUT_SUMMARY = "the summary's oldest lines not shown: {n}"
+
+
+def known_line(step: str, key: str, answer: Answer) -> str:
+    """`- step.field: value`, with the day the client said it; a corrected value says so (its
+    earlier values are not shown: the answer_history tool gives them when asked)."""
+    line = f"- {step}.{key}: {answer.value}"
+    if answer.said_at is None:
+        return line
+    day = answer.said_at.date().isoformat()
+    return f"{line} (corrected {day}; earlier values: answer_history)" if answer.previous else f"{line} (told {day})"
+
+
+def skipped_line(name: str) -> str:
+    return f"- {name}: (the client could not say; do not ask again)"
+
+
+def _newest_first(said_at: datetime | None, position: int) -> tuple[int, float, int]:
+    # Answers told most recently first; answers without a time (saved before provenance) last.
+    return (said_at is None, -(said_at.timestamp() if said_at else 0.0), position)
+
+
+def answers_section(
+    step: OnboardingAgentType, agent_context: Mapping[str, Any], skipped: Sequence[str], onboarding_complete: bool
+) -> MemorySection:
+    """What every step stored (current values only), so nothing is asked again. Shown in step order;
+    the current step's lines are kept first (none after onboarding: no step is collecting)."""
+    current: list[MemoryItem] = []
+    others: list[tuple[tuple[int, float, int], MemoryItem]] = []
+    position = 0
+    for name in agent_context:
+        for key, answer in step_answers(agent_context, name).items():
+            if answer.answered:
+                item = MemoryItem(known_line(name, key, answer), position)
+                if name == step.value and not onboarding_complete:
+                    current.append(item)
+                else:
+                    others.append((_newest_first(answer.said_at, position), item))
+                position += 1
+    for name in skipped:
+        item = MemoryItem(skipped_line(name), position)
+        if name.startswith(f"{step.value}.") and not onboarding_complete:
+            current.append(item)
+        else:
+            others.append(((0, 0.0, position), item))  # short, and they stop a re-ask: before answers
+        position += 1
+    items = (*current, *(item for _, item in sorted(others, key=lambda pair: pair[0])))
+    return MemorySection(
+        "collected_answers",
+        "Already known",
+        KNOWN_HEADER,
+        items,
+        LEFT_OUT_ANSWERS,
+        NONE_SHOWN,
+        kept_first=len(current),
+        empty=NOTHING_YET,
+    )
+
+
+def profile_section(lines: Sequence[str]) -> MemorySection:
+    """The profile's lines: its named fields are kept before its free-form facts, newest fact first."""
+    named = [MemoryItem(line, i) for i, line in enumerate(lines) if not line.startswith(FACT_LINE_PREFIX)]
+    facts = [MemoryItem(line, i) for i, line in enumerate(lines) if line.startswith(FACT_LINE_PREFIX)]
+    return MemorySection(
+        "profile",
+        "About the client",
+        PROFILE_HEADER,
+        (*named, *reversed(facts)),
+        LEFT_OUT_FACTS,
+        NONE_SHOWN,
+        empty=NOTHING_YET,
+    )
+
+
+def summary_section(summary: str | None) -> MemorySection:
+    """The summary (and the earlier conversation's lines not folded yet): newest lines kept first,
+    the oldest give way, never one from the middle."""
+    lines = (summary or "").splitlines()
+    items = tuple(MemoryItem(line, i) for i, line in reversed(list(enumerate(lines))))
+    return MemorySection("summary", "Summary", SUMMARY_HEADER, items, LEFT_OUT_SUMMARY, NONE_SHOWN, contiguous=True)
+
+
+def left_out_note(parts: Sequence[PromptPart], left_out: Mapping[str, int]) -> PromptSection:
+    """The one line that says what is stored but not shown, and which tool reads it."""
+    named = [
+        part.left_out_as.format(n=left_out[part.kind])
+        for part in parts
+        if isinstance(part, MemorySection) and left_out.get(part.kind)
+    ]
+    return PromptSection("left_out", LEFT_OUT_TITLE, LEFT_OUT_NOTE.format(parts="; ".join(named)))

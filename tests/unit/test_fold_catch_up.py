@@ -1,0 +1,90 @@
+"""Issue 28 item 2: a fold never passes a backlog over. With 1,500 messages waiting unsummarized (folds
+that failed, or the memory switched off for a while), the fold read the newest 200 and moved the
+summary's `through` past the 1,300 older ones, which then never reached the model again. Now each
+fold summarises the oldest unsummarized messages, in order, at most FOLD_READ_LIMIT read and
+FOLD_MAX_TOKENS folded a turn, and the turns catch up: every message is in some fold, once, in order.
+
+The turns run the product's turn service on moto, with the real langchain-aws client talking to the
+Bedrock emulator (the summaries are its answers; the requests show what each fold summarised)."""
+
+import re
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from infra.bedrock_emulator import BedrockEmulator
+from onboarding.composition import build_turn_service
+from onboarding.config import Settings
+from onboarding.llm.prompts import SUMMARY_SYSTEM_PROMPT
+from onboarding.model.messages import Message, Role
+from onboarding.persistence.codec import message_item
+from onboarding.persistence.keys import new_message_id
+from tests.support.setting_effects import observes
+from tests.unit.conftest import TABLE
+from tests.unit.test_every_setting import query_limits, repositories, run_turn, settings_with
+
+pytestmark = pytest.mark.unit
+
+_FOLDED = re.compile(r"^Client: backlog message (\d+)$", re.MULTILINE)
+
+
+def seed_backlog(dynamodb: Any, user: str, count: int) -> None:
+    """`count` messages stored an hour ago, one a second, none of them summarised."""
+    first = time.time() - 3600 - count
+    items = []
+    for i in range(count):
+        at_ms = int((first + i) * 1000)
+        role: Role = "user" if i % 2 == 0 else "assistant"
+        text = f"backlog message {i}" if role == "user" else f"Noted {i}."
+        message = Message(role, text, new_message_id(at_ms), datetime.fromtimestamp(at_ms / 1000, UTC))
+        items.append(message_item(user, message, None))
+    for start in range(0, len(items), 25):
+        batch = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
+        assert not dynamodb.batch_write_item(RequestItems={TABLE: batch}).get("UnprocessedItems")
+
+
+def folded_per_fold(emulator: BedrockEmulator, since: int) -> list[list[int]]:
+    """The backlog messages each summary request since request `since` folded, in its order."""
+    return [
+        [int(n) for n in _FOLDED.findall(request.body["messages"][0]["content"][0]["text"])]
+        for request in emulator.requests[since:]
+        if request.system_text.startswith(SUMMARY_SYSTEM_PROMPT[:40])
+    ]
+
+
+async def catch_up(
+    dynamodb: Any, emulator: BedrockEmulator, backlog: int, settings: Settings
+) -> tuple[int, list[list[int]]]:
+    """Turns after a backlog until the summary covers it; how many turns, and what each fold took."""
+    user = f"backlog-{backlog}"
+    seed_backlog(dynamodb, user, backlog)
+    store = repositories(dynamodb, settings)
+    service = build_turn_service(settings, store)
+    since, limits = len(emulator.requests), query_limits(dynamodb)
+    for turn in range(1, 60):
+        await run_turn(service, user, f"and now turn {turn}")
+        folds = folded_per_fold(emulator, since)
+        if folds and folds[-1] and max(n for fold in folds for n in fold) == backlog - 2:
+            break
+    dynamodb.meta.events.unregister("provide-client-params.dynamodb.Query")
+    assert max(limits) <= settings.fold_read_limit + 4  # the turn's read, and the fold's: bounded
+    return turn, folds
+
+
+@observes("fold_max_tokens")
+@pytest.mark.parametrize("backlog", [450, pytest.param(1_500, marks=pytest.mark.slow)])
+async def test_a_backlog_is_folded_oldest_first_and_caught_up(
+    dynamodb: Any, emulator: BedrockEmulator, backlog: int
+) -> None:
+    turns, folds = await catch_up(dynamodb, emulator, backlog, settings_with())
+    every = [n for fold in folds for n in fold]
+    print(f"\n{backlog} messages waiting: caught up in {turns} turns, {len(folds)} folds of {[len(f) for f in folds]}")
+    assert every[0] == 0, "the first fold takes the oldest message"
+    assert every == list(range(0, backlog, 2)), "every client message folded once, in order: none passed over"
+    # FOLD_MAX_TOKENS bounds a fold: a smaller one takes fewer messages a turn, and more turns.
+    small_turns, small_folds = await catch_up(dynamodb, emulator, 120, settings_with(fold_max_tokens=200))
+    assert max(len(fold) for fold in small_folds) < 60
+    assert [n for fold in small_folds for n in fold] == list(range(0, 120, 2))
+    assert small_turns > 1
