@@ -140,7 +140,8 @@ def _transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, 
         for table, hash_key, range_key in touched:
             prior = table.items.get(hash_key, {}).get(range_key) if range_key is not None else table.items.get(hash_key)
             journal.append((table, hash_key, range_key, copy.deepcopy(prior)))
-        streams = {id(t.stream_shard): (t.stream_shard, len(t.stream_shard.items)) for t, _, _ in touched if t.stream_shard}
+        shards = [table.stream_shard for table, _, _ in touched if table.stream_shard is not None]
+        streams = {id(shard): (shard, len(shard.items)) for shard in shards}
         _local.journaling = True
         try:
             _originals["DynamoDBBackend.transact_write_items"](self, transact_items)

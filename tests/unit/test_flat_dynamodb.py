@@ -32,9 +32,10 @@ def _restore_the_layer() -> Iterator[None]:
 
 
 def _client(stream: bool = False) -> Any:
-    client = boto3.client("dynamodb", region_name="us-east-1")
+    client: Any = boto3.client("dynamodb", region_name="us-east-1")
+    streaming: dict[str, Any] = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}}
     client.create_table(
-        **({"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}} if stream else {}),
+        **(streaming if stream else {}),
         TableName=TABLE,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         AttributeDefinitions=[
@@ -141,10 +142,11 @@ def _transaction(operations: list[tuple[str, str, str, str]], round_: int) -> li
 def _stream_records(client: Any) -> list[tuple[str, str, str]]:
     """What the table's stream holds: (event, partition, sort key) of every record, in order. Read
     from moto's backend: its in-process DynamoDB Streams API does not route (the local server's does)."""
-    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.dynamodb.models import dynamodb_backends
 
     shard = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].tables[TABLE].stream_shard
+    assert shard is not None
     records = [record.record for record in shard.items]
     return [(r["eventName"], r["dynamodb"]["Keys"]["pk"]["S"], r["dynamodb"]["Keys"]["sk"]["S"]) for r in records]
 
