@@ -92,6 +92,7 @@ class S3VectorsStandIn(LoopbackService):
         self._faults: deque[tuple[int, str]] = deque()
         self._lock = threading.Lock()
         self.queries = 0  # QueryVectors answered (a turn's recall is one)
+        self.last_query: dict[str, Any] = {}  # the parameters of the last QueryVectors answered
         self.changes = 0  # vectors written or deleted so far (the local stack saves only after a change)
         super().__init__(host, port, _Handler, "s3vectors-stand-in")
 
@@ -267,6 +268,7 @@ def _query(stand_in: S3VectorsStandIn, params: dict[str, Any]) -> dict[str, Any]
                 entry["distance"] = distance
             vectors.append(entry)
         stand_in.queries += 1
+        stand_in.last_query = dict(params)
     return {"vectors": vectors, "distanceMetric": state.distance_metric}
 
 

@@ -15,6 +15,7 @@ from onboarding.llm.converse import alternating_messages
 from onboarding.llm.prompts import PromptFacts, render_system_prompt
 from onboarding.llm.tools import build_tools, tool_definitions
 from onboarding.llm.working_copy import WorkingCopy
+from onboarding.memory.recall import recall_lines, recall_section_tokens
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.window import fit_window, message_tokens
 from onboarding.model.errors import MessageOverBudgetError
@@ -77,6 +78,8 @@ class BaseOnboardingAgent(ABC):
         self.produced: list[Message] = []
         """What this turn added after the user's message: tool calls, tool results, the reply."""
         self.input_tokens = self.output_tokens = 0  # the model's usage over every try of the turn
+        # The recalled messages have their own allowance, on top of the system prompt's.
+        self.recall_lines = recall_lines(context.recalled, self.limits.recall_allowance)
 
     def _fresh_working_copy(self) -> WorkingCopy:
         state = self.context.onboarding_state(self.agent_type)
@@ -101,16 +104,19 @@ class BaseOnboardingAgent(ABC):
             memory_unavailable=self.context.memory_unavailable,
             returning_since=self.context.returning_since,
             single_prompt=self.context.single_prompt,
+            recalled=self.recall_lines,
         )
 
     def get_system_prompt(self, allowance: int | None = None) -> str:
         """This step's instructions, what is known, the profile and the summary, within the
-        allowance (the settings' system allowance unless a smaller one is given).
+        allowance (the settings' system allowance unless a smaller one is given), and the recalled
+        messages within their own.
 
         The summary is the only part that grows with the conversation, so when the prompt is over
         its allowance the summary's oldest lines go first.
         """
-        most = self.limits.system_allowance if allowance is None else min(allowance, self.limits.system_allowance)
+        ceiling = self.limits.system_allowance + recall_section_tokens(self.recall_lines)
+        most = ceiling if allowance is None else min(allowance, ceiling)
         lines = (self.context.summary or "").splitlines()
         while True:
             prompt = render_system_prompt(self.agent_type, self.working.state.agent_context, self._prompt_facts(lines))

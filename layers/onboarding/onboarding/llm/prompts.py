@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from onboarding.memory.recall import RECALL_HEADER
 from onboarding.model.answers import Answer, step_answers
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType
 
@@ -178,6 +179,8 @@ class PromptFacts:
     single_prompt: bool = False  # memory switched off for this user (a rollout arm), not a fault
     # Set when this message opens a new conversation after earlier ones: when they last talked.
     returning_since: datetime | None = None
+    # Older messages recalled for this message (onboarding.memory.recall's lines, within their allowance).
+    recalled: Sequence[str] = ()
 
 
 MEMORY_UNAVAILABLE_RULE = (
@@ -222,7 +225,7 @@ def _section(header: str, lines: Sequence[str], empty: str = "- nothing yet") ->
 @dataclass(frozen=True)
 class PromptSection:
     """One part of the system prompt. `kind` says what it is made of: `instructions` (ours),
-    `profile`, `collected_answers`, `summary` or `waiting_for` (the user's memory)."""
+    `profile`, `collected_answers`, `summary`, `recall` or `waiting_for` (the user's memory)."""
 
     kind: str
     title: str
@@ -256,6 +259,10 @@ def system_prompt_sections(
     if memory.summary:
         summary = _section("Summary of the earlier conversation:", memory.summary.splitlines())
         parts.append(PromptSection("summary", "Summary", summary))
+    if memory.recalled:
+        parts.append(
+            PromptSection("recall", "From earlier conversations", "\n".join([RECALL_HEADER, *memory.recalled]))
+        )
     if memory.waiting_for and not memory.onboarding_complete:
         waiting = (
             f"Waiting for: {memory.waiting_for}\n"

@@ -18,6 +18,7 @@ from onboarding.persistence.keys import (
     RATE_PREFIX,
     erased_key,
     link_key,
+    message_id_of,
     stored_phone_key,
 )
 from onboarding.persistence.partitions import batch_write, partition_items
@@ -80,6 +81,7 @@ class Eraser:
             link_codes=link_codes,
             other_items=sum(not sk.startswith(known) and sk not in HEAD_ITEMS for sk in sort_keys),
             kept_rate_counters=count(RATE_PREFIX),
+            message_ids=tuple(message_id_of(sk) for sk in sort_keys if sk.startswith(MESSAGE_PREFIX)),
         )
         # Counts only: the user id and phone numbers are personal data.
         logger.info("Erased a user's data", extra={"erased_items": report.total, "partition_items": len(sort_keys)})

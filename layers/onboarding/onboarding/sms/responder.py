@@ -8,6 +8,7 @@ from onboarding.linking import PhoneLinking
 from onboarding.metrics import count_metric
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, UserErasedError
 from onboarding.persistence import Repositories
+from onboarding.recall.vectors import VectorIndex
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.sender import RecipientOptedOutError, SmsSender, UndeliverableError
 from onboarding.sms.split import split_message
@@ -21,10 +22,14 @@ SLOW_DOWN = "You're texting faster than I can keep up. Give me a minute, then se
 
 
 class SmsResponder:
-    def __init__(self, service: TurnService, store: Repositories, sender: SmsSender) -> None:
+    def __init__(
+        self, service: TurnService, store: Repositories, sender: SmsSender, index: VectorIndex | None = None
+    ) -> None:
+        """`index`: the recall index (a pending merge's erase deletes the phone user's vectors)."""
         self._service = service
         self._store = store
         self._sender = sender
+        self._index = index
 
     async def respond(self, request: SmsTurnRequest) -> int:
         """Answer one queued text; returns how many SMS parts were sent.
@@ -42,7 +47,7 @@ class SmsResponder:
         # queue continues that account's conversation, with what it texted before joined to it.
         user_id = owner.user_id if owner is not None else request.user_id
         if owner is not None and owner.merge_from is not None:
-            await asyncio.to_thread(PhoneLinking(self._store, self._service.limits).finish_merge, owner)
+            await asyncio.to_thread(PhoneLinking(self._store, self._service.limits, self._index).finish_merge, owner)
         try:
             # Twilio's MessageSid identifies the turn: a retried text is stored and answered once.
             turn = await self._service.start_turn(
