@@ -1,6 +1,8 @@
 """The onboarding layer is built without numpy and zstandard (layers/onboarding/Makefile): only
-parts of langchain-aws and langsmith we never use import them. Every function must still start and
-answer its sample event with both made unimportable, as they are in Lambda."""
+parts of langchain-aws and langsmith import them. zstandard is never imported; numpy is, by
+langchain-aws's BedrockEmbeddings, in the functions that embed (recall), which get it from the
+embeddings layer alone. Every function must still start and answer its sample event with what its
+layers leave out made unimportable, as it is in Lambda."""
 
 import json
 import subprocess
@@ -10,12 +12,20 @@ from pathlib import Path
 import pytest
 
 from infra.local_stack import LocalStack
+from infra.template import load_template
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).parents[2]
 LEFT_OUT = ("numpy", "zstandard")
 MAKEFILE = ROOT / "layers" / "onboarding" / "Makefile"
+
+
+def left_out_of(function: str) -> tuple[str, ...]:
+    """What the function's layers do not ship: numpy comes with the embeddings layer."""
+    layers = load_template()["Resources"][function]["Properties"].get("Layers", [])
+    return tuple(name for name in LEFT_OUT if not (name == "numpy" and {"Ref": "EmbeddingsLayer"} in layers))
+
 
 # Runs the cold-start probe after putting a finder first on sys.meta_path that refuses the packages.
 PROBE = """
@@ -40,7 +50,7 @@ def test_the_makefile_leaves_out_exactly_these_packages() -> None:
 @pytest.mark.parametrize("function", ["ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"])
 def test_each_function_answers_without_the_left_out_packages(local_stack: LocalStack, function: str) -> None:
     completed = subprocess.run(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-c", PROBE.format(left_out=LEFT_OUT), function],
+        [sys.executable, "-c", PROBE.format(left_out=left_out_of(function)), function],
         cwd=ROOT,
         env=local_stack.process_environment(function),
         capture_output=True,
@@ -54,6 +64,15 @@ def test_each_function_answers_without_the_left_out_packages(local_stack: LocalS
         assert result["failed_records"] == 0, result  # the text was answered, not left for a retry
     else:
         assert result["status"] == 200, result
+
+
+def test_only_the_functions_that_embed_get_numpy() -> None:
+    """The SMS webhook never embeds: it stays without numpy (and its 51 MB)."""
+    embedding = {"ApiFunction", "SmsWorkerFunction", "RecallIndexerFunction"}
+    functions = [
+        name for name, body in load_template()["Resources"].items() if body["Type"] == "AWS::Serverless::Function"
+    ]
+    assert {name for name in functions if "numpy" not in left_out_of(name)} == embedding
 
 
 def test_the_probe_does_refuse_a_left_out_package(local_stack: LocalStack) -> None:
