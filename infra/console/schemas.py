@@ -74,7 +74,7 @@ class MemoryView(CamelModel):
 
 
 class SectionView(CamelModel):
-    kind: Literal["instructions", "profile", "collected_answers", "waiting_for", "recap", "summary"]
+    kind: Literal["instructions", "profile", "collected_answers", "waiting_for", "recap", "summary", "recall"]
     title: str
     text: str
     tokens: int = Field(description="This part's estimated tokens (counted on its own).")
