@@ -288,7 +288,7 @@ def test_the_prompt_never_exceeds_the_budget(
     context = OnboardingAgentContext(user_id="u", conversation_history=history, summary=summary)
     allowance = min(1000, budget // 2)
     # The fold's token limit (not the prompt's) must leave room next to the allowance: the smallest.
-    limits = Limits(token_budget=budget, system_prompt_allowance=allowance, window_max_tokens=100)
+    limits = Limits(token_budget=budget, system_prompt_allowance=allowance, window_max_tokens=100, recall_max_tokens=0)
     agent = cls(context, llm, limits)
     system_tokens = count_tokens(agent.get_system_prompt()) + MESSAGE_OVERHEAD_TOKENS
     if system_tokens + count_tokens(current) + MESSAGE_OVERHEAD_TOKENS > budget:
