@@ -550,6 +550,10 @@ class LocalStack:
                 file=sys.stderr,
             )
 
+    def operator_client(self, service: str = "dynamodb") -> Any:
+        """A client of the operator's, who may do anything (loading data, reading what was stored)."""
+        return self._client(service)
+
     def _client(self, service: str = "dynamodb", first: bool = False, endpoint_url: str | None = None) -> Any:
         """A client of the operator's (the stack's own administration: CloudFormation's part)."""
         import boto3

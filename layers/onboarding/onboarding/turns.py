@@ -184,11 +184,15 @@ class TurnService:
             user_id, loaded, message, user_message, deadline, since_ms, ledger, features, client_message_id, recall
         )
 
-    async def preview(self, user_id: str, message: str, caller: Caller) -> Preview:
+    async def preview(
+        self, user_id: str, message: str, caller: Caller, features: MemoryFeatures | None = None
+    ) -> Preview:
         """What a turn for `message` would send the model now: the same read, recall and agent,
         with nothing stored (the message is not written, so it is not in its own history). The
-        reads are in the audit trail as `caller`'s."""
-        features = await asyncio.to_thread(self._flags, user_id)
+        reads are in the audit trail as `caller`'s. `features`: the memory's parts to preview with
+        (an operator's comparison of arms); the user's flags by default."""
+        if features is None:
+            features = await asyncio.to_thread(self._flags, user_id)
         ledger = TurnLedger("preview")
         recalling = self._start_recall(user_id, message, features, Deadline(self._limits.turn_deadline_s))
         try:
