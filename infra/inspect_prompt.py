@@ -24,15 +24,20 @@ from infra.local_stack import DEFAULT_DATA_FILE
 from infra.shared_stack import ToolStack, stack_for
 from infra.terminal import audit_lines_to
 from onboarding.agents.base import PromptPlan
-from onboarding.audit import Caller, context_counts, record_access
-from onboarding.composition import build_orchestrator, build_repositories
+from onboarding.audit import Caller
+from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.model.frozen import thaw
-from onboarding.orchestrator import OnboardingAgentOrchestrator, PreparedTurn
-from onboarding.persistence import Repositories
+from onboarding.orchestrator import PreparedTurn
+from onboarding.turns import TurnService
 
 _VALUE_LINE = re.compile(r"^(- [^:]+: )(.+)$")
-_PERSONAL_SECTIONS = ("Already known:", "About the client", "Summary of the earlier conversation:")
+_PERSONAL_SECTIONS = (
+    "Already known:",
+    "About the client",
+    "Summary of the earlier conversation:",
+    "From earlier conversations",
+)
 
 
 def _redacted(text: str) -> str:
@@ -88,22 +93,21 @@ def render(prepared: PreparedTurn, plan: PromptPlan, personal_data: bool, out: T
 
 
 async def load_plan(
-    orchestrator: OnboardingAgentOrchestrator, store: Repositories, user_id: str, message: str, caller: Caller
+    service: TurnService, user_id: str, message: str, caller: Caller
 ) -> tuple[PreparedTurn, PromptPlan]:
-    """What a turn for `message` would load (one Query) and send the model, as the turn computes it.
-    The memory console shows the same plan, so its counts are this command's. The read is in the
-    audit trail, as `caller`'s."""
-    limit = orchestrator.limits.history_load_limit
-    loaded = await asyncio.to_thread(store.conversations.load_turn, user_id, limit)
-    record_access(caller, user_id, context_counts(loaded))
-    prepared = orchestrator.prepare(user_id, loaded)
+    """What a turn for `message` would load (one Query), recall (one embedding and one index query)
+    and send the model, as the turn computes it, storing nothing (`TurnService.preview`). The memory
+    console shows the same plan, so its counts are this command's. The reads are in the audit
+    trail, as `caller`'s."""
+    prepared = (await service.preview(user_id, message, caller)).prepared
     return prepared, prepared.agent.prompt_plan(message)
 
 
 async def inspect(settings: Settings, user_id: str, message: str, personal_data: bool, out: TextIO) -> PromptPlan:
-    store = build_repositories(settings)
     caller = Caller.command("infra.inspect_prompt")
-    prepared, plan = await load_plan(build_orchestrator(settings, store), store, user_id, message, caller)
+    prepared, plan = await load_plan(
+        build_turn_service(settings, build_repositories(settings)), user_id, message, caller
+    )
     render(prepared, plan, personal_data, out)
     return plan
 

@@ -1,5 +1,7 @@
-"""The embedded local stack: moto's server over HTTP (DynamoDB, SQS, SSM), the Bedrock emulator,
-the Twilio stand-in and, on request, the local gateway (API routes and the SQS poller).
+"""The embedded local stack: moto's server over HTTP (DynamoDB and its stream, SQS, SSM), the Bedrock
+emulator (the coach and the embedding model), the S3 Vectors stand-in (the recall index), the
+Twilio stand-in, the recall indexer fed from the table's stream, and, on request, the local gateway
+(API routes and the SQS poller).
 
 moto runs under infra/dynamodb_server.py, which applies each DynamoDB request atomically, as
 DynamoDB does: moto's own threaded server lets concurrent requests interleave (two conditional
@@ -52,12 +54,14 @@ from infra.terminal import add_verbose_option, log_file_of, logs_line, quiet_ter
 # `python -m infra.local_stack` checks its ports (and says which one is taken) within a second.
 if TYPE_CHECKING:
     from infra.local.iam.gate import Gate
+    from infra.local.streams import StreamPoller
     from infra.local_gateway import LocalGateway, QueuePoller
 
 __all__ = ["LOCAL_AWS_ENVIRONMENT", "LocalDynamoDB", "LocalStack", "end_child", "free_port", "wait_until_listening"]
 
 TABLE_LOGICAL_ID = "ConversationTable"
 DEFAULT_TABLE_NAME = "onboarding-memory-local"
+RECALL_BUCKET_NAME, RECALL_INDEX_NAME = "onboarding-recall-local", "messages"
 DEFAULT_DATA_FILE = local_folder() / "dynamodb.jsonl"
 IDEMPOTENCY_TABLE_NAME = "onboarding-idempotency-local"
 SMS_QUEUE_NAME = "onboarding-sms-local.fifo"
@@ -90,6 +94,7 @@ PORT_OPTIONS = {
     "bedrock": ("the Bedrock emulator", "--bedrock-port"),
     "api": ("the API", "--api-port"),
     "twilio": ("the Twilio stand-in", "--twilio-port"),
+    "s3vectors": ("the S3 Vectors stand-in", "--s3vectors-port"),
 }
 # The first request to a server that was just started: a server that accepts connections and never
 # answers is reported after this, not after botocore's minutes of retries.
@@ -208,6 +213,7 @@ class LocalStack:
         host: str = "127.0.0.1",
         api_port: int | None = None,
         twilio_port: int = 0,
+        s3vectors_port: int = 0,
         command: str = "a local stack",
         gateway_wrap: Callable[[Any], Any] | None = None,
         flags_file: Path | None = None,
@@ -232,9 +238,13 @@ class LocalStack:
         that changes the API's port in the command that starts this stack (a taken port names it)."""
         from infra.bedrock_emulator import BedrockEmulator
         from infra.local.appconfig import AppConfigStandIn, Profile
+        from infra.local.s3vectors import S3VectorsStandIn
         from infra.twilio_emulator import TwilioEmulator
 
-        fixed = {"dynamodb": dynamodb_port, "bedrock": bedrock_port, "api": api_port, "twilio": twilio_port}
+        fixed = {
+            "dynamodb": dynamodb_port, "bedrock": bedrock_port, "api": api_port, "twilio": twilio_port,
+            "s3vectors": s3vectors_port,
+        }  # fmt: skip
         options = {**{name: option for name, (_, option) in PORT_OPTIONS.items()}, "api": api_option}
         check_ports(
             host, [FixedPort(PORT_OPTIONS[name][0], port, options[name]) for name, port in fixed.items() if port]
@@ -261,6 +271,7 @@ class LocalStack:
             self.appconfig = AppConfigStandIn(
                 Profile(FLAGS_APPLICATION_ID, FLAGS_ENVIRONMENT_ID, FLAGS_PROFILE_ID), self._flags, None, host=host
             )
+            self.s3vectors = S3VectorsStandIn(self.region, LOCAL_ACCOUNT_ID, host=host, port=s3vectors_port)
         except BaseException:
             if self._lock is not None:
                 self._lock.release()
@@ -273,6 +284,8 @@ class LocalStack:
         self.gate: Gate | None = None
         self._gateway: LocalGateway | None = None
         self._pollers: list[QueuePoller] = []
+        self._stream_pollers: list[StreamPoller] = []
+        self._saved_vector_changes = -1
         self._saved_env: dict[str, str | None] = {}
         self._saved_session: Any = None
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
@@ -305,6 +318,9 @@ class LocalStack:
             arn = f"arn:aws:sqs:{region}:{account}:{name}"
             return LocalResource(f"{self.dynamodb.url}/{account}/{name}", {"Arn": arn, "QueueName": name})
 
+        bucket_arn = f"arn:aws:s3vectors:{region}:{account}:bucket/{RECALL_BUCKET_NAME}"
+        index_arn = f"{bucket_arn}/index/{RECALL_INDEX_NAME}"
+
         resources = {
             TABLE_LOGICAL_ID: table(self.table_name),
             "IdempotencyTable": table(IDEMPOTENCY_TABLE_NAME),
@@ -313,6 +329,8 @@ class LocalStack:
             "FeatureFlagsApplication": LocalResource(FLAGS_APPLICATION_ID),
             "FeatureFlagsEnvironment": LocalResource(FLAGS_ENVIRONMENT_ID),
             "FeatureFlagsProfile": LocalResource(FLAGS_PROFILE_ID),
+            "RecallVectorBucket": LocalResource(bucket_arn, {"VectorBucketArn": bucket_arn}),
+            "RecallIndex": LocalResource(index_arn, {"IndexArn": index_arn}),
         }
         # A variable already set stands for the parameter the template sets it from (BEDROCK_MODEL_ID
         # for BedrockModelId, ...), so the policies are resolved with the value the functions use.
@@ -343,6 +361,8 @@ class LocalStack:
             "AWS_ENDPOINT_URL_SQS": self.dynamodb.url,
             "AWS_ENDPOINT_URL_SSM": self.dynamodb.url,
             "AWS_ENDPOINT_URL_APPCONFIGDATA": self.appconfig.url,
+            "AWS_ENDPOINT_URL_S3VECTORS": self.s3vectors.url,
+            "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": self.dynamodb.url,
             "TWILIO_API_BASE_URL": self.twilio.url,
             # As deployed: the webhook reads its URL from its parameter, the flags come from AppConfig.
             "TWILIO_WEBHOOK_URL": None,
@@ -398,6 +418,7 @@ class LocalStack:
                 # Every client the functions make from here on signs as the function running it.
                 self._saved_session, boto3.DEFAULT_SESSION = boto3.DEFAULT_SESSION, new_session(self.region)
             self._load()
+            self._start_indexing()
             if self.api_port is not None:
                 from infra.local.waf import local_waf
                 from infra.local_gateway import LocalGateway, QueuePoller, queue_subscribers
@@ -413,6 +434,23 @@ class LocalStack:
             self.__exit__(None, None, None)
             raise
         return self
+
+    def _start_indexing(self) -> None:
+        """The template's stream subscriptions (the recall indexer), from the stream's end (LATEST)."""
+        from infra.local.streams import StreamPoller, stream_subscriptions
+
+        stream_arn = self._client().describe_table(TableName=self.table_name)["Table"].get("LatestStreamArn")
+        if stream_arn is None:
+            return
+        self._stream_pollers = [
+            StreamPoller(logical_id, stream_arn, self.region, properties).start()
+            for logical_id, properties in stream_subscriptions(TABLE_LOGICAL_ID)
+        ]
+
+    def drain_index(self, timeout_s: float = 60.0) -> None:
+        """Wait until the recall indexer has been handed every change written so far."""
+        for stream_poller in self._stream_pollers:
+            stream_poller.drain(timeout_s)
 
     def decisions(self) -> "IamDecisions":
         """What the template's policies refused (the latest few hundred of each server, as AWS words
@@ -466,12 +504,14 @@ class LocalStack:
             self.gate = gate_from(settings)
             self.bedrock.gate = self.gate
             self.appconfig.gate = self.gate
+            self.s3vectors.gate = self.gate
         self.dynamodb.launch(policies=policies)
         # While moto's server starts (a second or two), the rest: the in-process servers, and the
         # gateway's imports if it will serve.
         self.bedrock.start()
         self.twilio.start()
         self.appconfig.start()
+        self.s3vectors.start()
         if self.api_port is not None:
             import infra.local_gateway  # noqa: F401
         self.dynamodb.wait_listening()
@@ -499,8 +539,11 @@ class LocalStack:
             finally:
                 for poller in self._pollers:
                     poller.stop()
+                for stream_poller in self._stream_pollers:
+                    stream_poller.stop()
                 if self._gateway is not None:
                     self._gateway.stop()
+                self.s3vectors.stop()
                 self.appconfig.stop()
                 self.twilio.stop()
                 self.bedrock.stop()
@@ -528,7 +571,11 @@ class LocalStack:
                 file=sys.stderr,
             )
 
-    def _client(self, service: str = "dynamodb", first: bool = False) -> Any:
+    def operator_client(self, service: str = "dynamodb") -> Any:
+        """A client of the operator's, who may do anything (loading data, reading what was stored)."""
+        return self._client(service)
+
+    def _client(self, service: str = "dynamodb", first: bool = False, endpoint_url: str | None = None) -> Any:
         """A client of the operator's (the stack's own administration: CloudFormation's part)."""
         import boto3
         from botocore.config import Config
@@ -543,7 +590,7 @@ class LocalStack:
         return boto3.client(  # type: ignore[call-overload]
             service,
             region_name=self.region,
-            endpoint_url=self.dynamodb.url,
+            endpoint_url=endpoint_url or self.dynamodb.url,
             aws_access_key_id=LOCAL_AWS_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key="local",  # noqa: S106 - the local server's dummy credentials
             config=config,
@@ -572,11 +619,29 @@ class LocalStack:
             expected = self.deployment.resolve({"Ref": logical_id})
             if created != expected:
                 raise LocalToolError(f"the local queue {name} is at {created}, not at {expected}")
+        self._create_recall_index()
         ssm = self._client("ssm")
         token_parameter = self.deployment.parameter("TwilioAuthTokenParameterName")
         ssm.put_parameter(Name=token_parameter, Value=self.twilio.auth_token, Type="SecureString", Overwrite=True)
         webhook_parameter = self.deployment.resolve({"Ref": "TwilioWebhookUrlParameter"})
         ssm.put_parameter(Name=webhook_parameter, Value=self.webhook_url, Type="String", Overwrite=True)
+
+    def _create_recall_index(self) -> None:
+        """The vector bucket and index as the template declares them (the size a value already set
+        for EMBEDDING_DIMENSIONS gives, as for every parameter a variable stands for)."""
+        properties = self.deployment.resolve(_template_resource("RecallIndex")["Properties"])
+        vectors = self._client("s3vectors", endpoint_url=self.s3vectors.url)
+        vectors.create_vector_bucket(vectorBucketName=RECALL_BUCKET_NAME)
+        vectors.create_index(
+            vectorBucketName=RECALL_BUCKET_NAME,
+            indexName=RECALL_INDEX_NAME,
+            dataType=properties["DataType"],
+            dimension=int(properties["Dimension"]),
+            distanceMetric=properties["DistanceMetric"],
+            metadataConfiguration={
+                "nonFilterableMetadataKeys": properties["MetadataConfiguration"]["NonFilterableMetadataKeys"]
+            },
+        )
 
     def _queue_request(self, logical_id: str) -> tuple[str, dict[str, str]]:
         """(name, CreateQueue attributes) of a queue as the template declares it."""
@@ -593,13 +658,24 @@ class LocalStack:
         for page in self._client().get_paginator("scan").paginate(TableName=self.table_name):
             yield from page["Items"]
 
+    @property
+    def vectors_file(self) -> Path | None:
+        """Where the recall index is kept beside the data file (it is made from the table's messages)."""
+        return None if self.data_file is None else self.data_file.with_suffix(".vectors.json")
+
     def save(self) -> None:
-        """Write every item to `data_file` (one DynamoDB-JSON item a line), atomically."""
-        if self.data_file is None:
+        """Write every item to `data_file` (one DynamoDB-JSON item a line), and the recall index
+        beside it, atomically."""
+        if self.data_file is None or self.vectors_file is None:
             return
         atomic_write(self.data_file, (json.dumps(item, ensure_ascii=False) + "\n" for item in self.items()))
+        if self.s3vectors.changes != self._saved_vector_changes or not self.vectors_file.exists():
+            self._saved_vector_changes = self.s3vectors.changes
+            atomic_write(self.vectors_file, [json.dumps(self.s3vectors.dump())])
 
     def _load(self) -> None:
+        if self.vectors_file is not None and self.vectors_file.exists():
+            self.s3vectors.load(json.loads(self.vectors_file.read_text(encoding="utf-8")))
         if self.data_file is None or not self.data_file.exists():
             self._loaded = True
             return
@@ -690,6 +766,7 @@ def main() -> int:
     parser.add_argument("--bedrock-port", type=int, default=8001)
     parser.add_argument("--api-port", type=int, default=3000, help="the API routes (like `sam local start-api`)")
     parser.add_argument("--twilio-port", type=int, default=8002)
+    parser.add_argument("--s3vectors-port", type=int, default=8003, help="the recall index (S3 Vectors stand-in)")
     parser.add_argument("--data-file", type=Path, default=DEFAULT_DATA_FILE)
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 lets `sam local invoke` containers reach it"
@@ -716,6 +793,7 @@ def main() -> int:
             host=arguments.host,
             api_port=arguments.api_port,
             twilio_port=arguments.twilio_port,
+            s3vectors_port=arguments.s3vectors_port,
             command="infra.local_stack",
             flags_file=flags_file,
             enforce_iam=not arguments.no_iam,

@@ -55,14 +55,17 @@ def function_ids() -> list[str]:
 
 
 def table_create_request(logical_id: str, table_name: str) -> dict[str, Any]:
-    """`CreateTable` arguments for a table resource: the template's keys, billing on demand."""
+    """`CreateTable` arguments for a table resource: the template's keys and stream, billing on demand."""
     properties = resource(logical_id)["Properties"]
-    return {
+    request = {
         "TableName": table_name,
         "KeySchema": properties["KeySchema"],
         "AttributeDefinitions": properties["AttributeDefinitions"],
         "BillingMode": "PAY_PER_REQUEST",
     }
+    if stream := properties.get("StreamSpecification"):
+        request["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}
+    return request
 
 
 def function_handler(logical_id: str) -> tuple[Path, str, str]:

@@ -1,4 +1,5 @@
-"""The emulator's HTTP server: `POST /model/{modelId}/converse-stream` and `/converse`."""
+"""The emulator's HTTP server: `POST /model/{modelId}/converse-stream` and `/converse`, and
+`/model/{modelId}/invoke` for the embedding model (infra/bedrock_emulator/embeddings.py)."""
 
 import json
 import re
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 from infra.bedrock_emulator.coach import CoachReply, Turn, coach_respond
+from infra.bedrock_emulator.embeddings import EmbeddingRequestError, embed_request, is_embedding_model
 from infra.bedrock_emulator.eventstream import encode_event, encode_exception
 from infra.bedrock_emulator.judge import is_judge_request, judge_reply
 from infra.bedrock_emulator.rules import ConverseValidationError, message_text, validate_converse_request
@@ -20,8 +22,8 @@ from infra.local.loopback import LoopbackService, StandInServer
 if TYPE_CHECKING:
     from infra.local.iam.gate import Gate
 
-_ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/(?P<operation>converse|converse-stream)$")
-_OPERATIONS = {"converse": "Converse", "converse-stream": "ConverseStream"}
+_ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/(?P<operation>converse|converse-stream|invoke)$")
+_OPERATIONS = {"converse": "Converse", "converse-stream": "ConverseStream", "invoke": "InvokeModel"}
 _CHUNK = re.compile(r"\S+\s*|\s+")
 # Bedrock streams a tool call's input as pieces of its JSON text; a few pieces per call make sure
 # clients join them rather than expect one.
@@ -98,6 +100,9 @@ class _Handler(BaseHTTPRequestHandler):
         if refused is not None:  # as Bedrock: refused before the model is invoked
             self._error(refused.status, refused.code, refused.message)
             return
+        if operation == "invoke":
+            self._embed(model_id, body)
+            return
         request = RecordedRequest(model_id, operation, body)
         self.server.stand_in.record(request)
         try:
@@ -105,6 +110,32 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             # How long the "model" took, request read to last byte sent (benchmarks subtract it).
             self.server.stand_in.record_duration(time.monotonic() - started)
+
+    def _embed(self, model_id: str, body: dict[str, Any]) -> None:
+        """InvokeModel: only the embedding model is served (the coach talks through Converse)."""
+        stand_in = self.server.stand_in
+        fault = stand_in.take_embedding_fault()
+        if fault is not None:
+            self._error(fault[0], fault[1], "The embedding request failed (an emulator fault).")
+            return
+        if not is_embedding_model(model_id):
+            self._error(400, "ValidationException", "The provided model identifier is invalid.")
+            return
+        try:
+            answer = embed_request(body)
+        except EmbeddingRequestError as error:
+            self._error(400, "ValidationException", str(error))
+            return
+        if delay := stand_in.embedding_delay_s:
+            time.sleep(delay)
+        stand_in.record_embedding()
+        payload = json.dumps(answer).encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("X-Amzn-Bedrock-Input-Token-Count", str(answer["inputTextTokenCount"]))
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
     def _answer(self, request: "RecordedRequest", model_id: str, operation: str, body: dict[str, Any]) -> None:
         try:
@@ -257,7 +288,29 @@ class BedrockEmulator(LoopbackService):
         self._usages: list[dict[str, int]] = []
         self._faults: deque[Fault] = deque()
         self._scripted: deque[CoachReply] = deque()
+        self.embedding_delay_s = 0.0  # how long an embedding takes (a slow model, for the deadline tests)
+        self._embedding_faults: deque[tuple[int, str]] = deque()
+        self._embeddings = 0
         super().__init__(host, port, _Handler, "bedrock-emulator")
+
+    @property
+    def embeddings(self) -> int:
+        """How many embeddings were answered (the indexer's and the turns' together)."""
+        with self._lock:
+            return self._embeddings
+
+    def record_embedding(self) -> None:
+        with self._lock:
+            self._embeddings += 1
+
+    def fail_embeddings(self, count: int, status: int = 503, code: str = "ServiceUnavailableException") -> None:
+        """The next `count` embedding requests fail with `status` and Bedrock's `code`."""
+        with self._lock:
+            self._embedding_faults.extend([(status, code)] * count)
+
+    def take_embedding_fault(self) -> tuple[int, str] | None:
+        with self._lock:
+            return self._embedding_faults.popleft() if self._embedding_faults else None
 
     @property
     def requests(self) -> list[RecordedRequest]:

@@ -15,11 +15,11 @@ from infra.console.plan_view import plan_view
 from infra.console.schemas import MemoryView, PlanView, TurnRecord
 from infra.inspect_prompt import load_plan
 from onboarding.audit import Caller, record_access
-from onboarding.composition import build_orchestrator
+from onboarding.composition import build_turn_service
 from onboarding.config import Settings
 from onboarding.model.errors import InvalidMessageError
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
+from onboarding.turns import TurnService
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -84,13 +84,13 @@ class ConsoleContext:
     stack: "LocalStack | None" = None  # None against AWS: read only
     client: "DynamoDBClient" = field(init=False)
     store: Repositories = field(init=False)
-    orchestrator: OnboardingAgentOrchestrator = field(init=False)
+    service: TurnService = field(init=False)  # for its preview: what a turn would send, storing nothing
     book: TurnBook = field(default_factory=TurnBook)
 
     def __post_init__(self) -> None:
         self.client = console_client(self.settings)
         self.store = Repositories.over(self.client, self.settings.table_name, self.settings)
-        self.orchestrator = build_orchestrator(self.settings, self.store)
+        self.service = build_turn_service(self.settings, self.store)
 
     @property
     def read_only(self) -> bool:
@@ -113,7 +113,7 @@ class ConsoleContext:
         alone is over the budget: the turn refuses it the same way)."""
         try:
             caller = Caller.command("infra.console", "console:prompt")
-            prepared, plan = await load_plan(self.orchestrator, self.store, user_id, message, caller)
+            prepared, plan = await load_plan(self.service, user_id, message, caller)
         except InvalidMessageError:
             return None
         return plan_view(prepared, plan, self.personal_data)

@@ -85,7 +85,9 @@ class MemoryView(CamelModel):
 
 
 class SectionView(CamelModel):
-    kind: Literal["instructions", "profile", "collected_answers", "waiting_for", "recap", "summary", "left_out"]
+    kind: Literal[
+        "instructions", "profile", "collected_answers", "waiting_for", "recap", "summary", "left_out", "recall"
+    ]
     title: str
     text: str
     tokens: int = Field(description="This part's estimated tokens (counted on its own).")

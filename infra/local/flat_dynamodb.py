@@ -113,12 +113,12 @@ def _delete_item(self: Table, hash_key: DynamoType, range_key: DynamoType | None
 
 def _touched(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> list[tuple[Table, Any, Any]] | None:
     """The (table, hash key, range key) of each item; None when the journal cannot stand in for
-    moto's copies (a table with a stream, a missing table or key: moto's own path reports it)."""
+    moto's copies (a missing table or key: moto's own path reports it)."""
     touched = []
     for entry in transact_items:
         for kind, operation in entry.items():
             table = backend.tables.get(operation.get("TableName"))
-            if table is None or table.stream_shard is not None:
+            if table is None:
                 return None
             key = operation.get("Item") if kind == "Put" else operation.get("Key")
             if not isinstance(key, dict) or table.hash_key_attr not in key:
@@ -140,12 +140,16 @@ def _transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, 
         for table, hash_key, range_key in touched:
             prior = table.items.get(hash_key, {}).get(range_key) if range_key is not None else table.items.get(hash_key)
             journal.append((table, hash_key, range_key, copy.deepcopy(prior)))
+        shards = [table.stream_shard for table, _, _ in touched if table.stream_shard is not None]
+        streams = {id(shard): (shard, len(shard.items)) for shard in shards}
         _local.journaling = True
         try:
             _originals["DynamoDBBackend.transact_write_items"](self, transact_items)
         except BaseException:
             for table, hash_key, range_key, prior in reversed(journal):
                 _restore(table, hash_key, range_key, prior)
+            for shard, length in streams.values():
+                del shard.items[length:]  # the cancelled writes' stream records
             raise
         finally:
             _local.journaling = False
@@ -153,7 +157,7 @@ def _transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, 
 
 
 def _restore(table: Table, hash_key: DynamoType, range_key: DynamoType | None, prior: Any) -> None:
-    """Put back one item as it was before the transaction (no stream record: the table has none)."""
+    """Put back one item as it was before the transaction (its stream records are taken back apart)."""
     if range_key is None:
         if prior is None:
             table.items.pop(hash_key, None)

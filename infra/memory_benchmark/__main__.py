@@ -1,148 +1,88 @@
-"""A LoCoMo-format memory benchmark, offline: our memory beside three baselines, in one run.
+"""A LoCoMo-protocol memory benchmark, offline: our memory with and without recall, beside three
+baselines and the whole history, in one run.
 
-    uv run python -m infra.memory_benchmark             # 10 synthetic conversations of 300 turns
-    uv run python -m infra.memory_benchmark --quick     # 1 short conversation (CI)
-    uv run python -m infra.memory_benchmark --data locomo10.json   # any file in LoCoMo's layout
-    uv run python -m infra.memory_benchmark --aws --quick   # real Bedrock, answers judged (costs money)
+    uv run python -m infra.memory_benchmark                     # 10 synthetic conversations of 300 turns
+    uv run python -m infra.memory_benchmark --quick             # 1 short conversation (CI)
+    uv run python -m infra.memory_benchmark --data locomo10.zip --synthetic   # LoCoMo's, and ours
+    uv run python -m infra.memory_benchmark --aws --quick       # real Bedrock, answers judged (costs money)
 
-Each conversation is replayed through the local stack (infra.memory_benchmark.replay); at each
-question, what the model got is scored: evidence recall, current values after corrections, prompt
-tokens. Offline the model is the scripted coach, so no answer accuracy is claimed, and facts
-carried only by the summary are reported apart (the emulator wrote that summary). With `--aws`
-the model is real Bedrock (infra.memory_benchmark.aws) and each answer is also judged by a second
-model call (infra.memory_benchmark.judge).
-Writes memory-benchmark.md, .png, .json and .log to --out (default .local/); `--report JSON`
-rewrites the report from a saved memory-benchmark.json.
+`--data` takes a file in LoCoMo's layout (`locomo10.json`, or the repository's `data/locomo10.zip`;
+you supply it, nothing is downloaded); `--conversations N` takes the first N of each dataset.
+Each conversation goes into the local stack's memory as it happened and each question is asked
+against that memory without being stored (infra.memory_benchmark.replay); the figures are in
+docs/memory-benchmark.md. Writes memory-benchmark.md, .png, .json and .log to --out (default
+.local/); `--report JSON` rewrites the report from a saved memory-benchmark.json.
 """
 
 import argparse
 import json
+import logging
 import os
-import statistics
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from infra.local_data import local_folder
 from infra.local_stack import LocalStack
 from infra.memory_benchmark import report
 from infra.memory_benchmark.aws import BedrockRecorder, has_credentials, model_endpoint
 from infra.memory_benchmark.dataset import Conversation, DatasetError, load
-from infra.memory_benchmark.judge import JUDGE_MODEL_ENV, LlmJudge, accuracy, accuracy_rows, judge_settings
-from infra.memory_benchmark.replay import BASELINES, QuestionResult, Replayer
+from infra.memory_benchmark.figures import figures, percentile
+from infra.memory_benchmark.judge import JUDGE_MODEL_ENV, LlmJudge, accuracy, judge_settings
+from infra.memory_benchmark.replay import QuestionResult, Replayer
 from infra.memory_benchmark.synthetic import conversations
 from infra.terminal import Progress, logs_to
 from onboarding.config import DEFAULT_MODEL_ID, Settings
 from onboarding.llm.chat_model import build_chat_model
+from onboarding.memory.tokens import count_tokens
 
 TOKEN_BUDGET = 12_000
 GAP_S = 2
+# The replay's settings: sessions (and the synthetic replay's pauses) apart by more than the gap,
+# no rate limit, messages that never expire (LoCoMo's are dated 2023).
+ENVIRONMENT = {
+    "CONVERSATION_GAP_S": str(GAP_S),
+    "TOKEN_BUDGET": str(TOKEN_BUDGET),
+    "RATE_LIMIT_MESSAGES": "0",
+    "MESSAGE_TTL_DAYS": "0",
+}
 
 
-def _pct(hits: int, total: int) -> str:
-    return f"{100 * hits / total:.1f} % ({hits}/{total})" if total else "–"
+class TurnLatencies(logging.Handler):
+    """The recall figures of every real turn of the run (their `turn_responded` log lines)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recall_ms: list[float] = []
+        self.added_ms: list[float] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        fields = vars(record)
+        if record.getMessage() == "turn_responded" and fields.get("recall_ms") is not None:
+            self.recall_ms.append(float(fields["recall_ms"]))
+            self.added_ms.append(float(fields.get("recall_wait_ms") or 0))
 
 
-def figures(results: Sequence[QuestionResult]) -> dict[str, object]:
-    answerable = [r for r in results if r.answerable]
-    abstention = [r for r in results if not r.answerable]
-    updates = [r for r in answerable if r.update]
-    claimed = [r for r in answerable if r.ours.carrier != "summary"]
-    ours_tokens = statistics.fmean(r.ours.tokens for r in results) if results else 0.0
-    full_tokens = statistics.fmean(r.full_tokens for r in results) if results else 0.0
-    out: dict[str, object] = {
-        "questions": len(results),
-        "answerable": len(answerable),
-        "abstention_questions": len(results) - len(answerable),
-        "ours_recall": sum(r.ours.recalled and r.ours.carrier != "summary" for r in answerable),
-        "ours_recall_with_summary": sum(r.ours.recalled for r in answerable),
-        "summary_only": len(answerable) - len(claimed),
-        "updates": len(updates),
-        "ours_updates_current": sum(r.ours.recalled and not r.ours.superseded_as_current for r in updates),
-        "ours_superseded_as_current": sum(r.ours.superseded_as_current for r in results),
-        "ours_abstention_clean": sum(not r.ours.false_evidence for r in abstention),
-        "ours_mean_tokens": round(ours_tokens),
-        "full_history_mean_tokens": round(full_tokens),
-        "ours_tokens_ratio": round(ours_tokens / full_tokens, 3) if full_tokens else None,
-    }
-    for name in BASELINES:
-        out[f"{name}_recall"] = sum(r.baselines[name].recalled for r in answerable)
-        out[f"{name}_mean_tokens"] = (
-            round(statistics.fmean(r.baselines[name].tokens for r in results)) if results else 0
-        )
-        out[f"{name}_holds_old_value"] = sum(r.baselines[name].holds_old_value for r in updates)
-        out[f"{name}_abstention_clean"] = sum(not r.baselines[name].false_evidence for r in abstention)
-    for key, values in (
-        ("by_category", sorted({r.category for r in answerable})),
-        ("by_carrier", sorted({r.ours.carrier or "missing" for r in answerable})),
-    ):
-        table = {}
-        for value in values:
-            group = [
-                r for r in answerable if (r.category if key == "by_category" else r.ours.carrier or "missing") == value
-            ]
-            table[value] = {
-                "questions": len(group),
-                "ours": sum(r.ours.recalled for r in group),
-                **{name: sum(r.baselines[name].recalled for r in group) for name in BASELINES},
-            }
-        out[key] = table
-    return out
-
-
-def table(f: dict[str, object]) -> list[str]:
-    n, u = int(f["answerable"]), int(f["updates"])  # type: ignore[call-overload]
-    a = int(f["abstention_questions"])  # type: ignore[call-overload]
-    rows = [
-        "| figure | ours | window-15 (seed) | full history cut to budget | LangChain window (20 messages) |",
-        "|---|---|---|---|---|",
-        f"| evidence recall (answerable: {n}) | {_pct(int(f['ours_recall']), n)} | "  # type: ignore[call-overload]
-        + " | ".join(_pct(int(f[f"{b}_recall"]), n) for b in BASELINES)  # type: ignore[call-overload]
-        + " |",
-        f"| current value after a correction ({u}) | {_pct(int(f['ours_updates_current']), u)} | "  # type: ignore[call-overload]
-        + " | ".join(f"old value in {int(f[f'{b}_holds_old_value'])} of {u}" for b in BASELINES)  # type: ignore[call-overload]
-        + " |",
-        f"| prompts presenting a superseded value as current | {f['ours_superseded_as_current']} | – | – | – |",
-        f"| abstention: no false evidence ({a}: the trap value is not in what the model read) | "
-        + " | ".join(_pct(int(f.get(f"{b}_abstention_clean", 0)), a) for b in ("ours", *BASELINES))  # type: ignore[call-overload]
-        + " |",
-        f"| mean prompt tokens | {f['ours_mean_tokens']} ({f['ours_tokens_ratio']} of the full history's "
-        f"{f['full_history_mean_tokens']}) | " + " | ".join(str(f[f"{b}_mean_tokens"]) for b in BASELINES) + " |",
-        "",
-        "| by category | questions | ours | " + " | ".join(BASELINES) + " |",
-        "|---|---|---|" + "---|" * len(BASELINES),
-    ]
-    for key in ("by_category", "by_carrier"):
-        if key == "by_carrier":
-            rows += [
-                "",
-                "| ours by carrier | questions | ours | " + " | ".join(BASELINES) + " |",
-                "|---|---|---|---|---|---|",
-            ]
-        for name, g in f[key].items():  # type: ignore[attr-defined]
-            rows.append(
-                f"| {name} | {g['questions']} | {g['ours']} | " + " | ".join(str(g[b]) for b in BASELINES) + " |"
-            )
-    summary = (
-        "written by the real model in this run"
-        if f.get("mode") == "aws"
-        else "not claimed: offline the emulator wrote it"
-    )
-    rows.append(
-        f"\nFacts carried only by the summary ({summary}): {f['summary_only']}; "
-        f"abstention questions (nothing answers them; scored offline only for false evidence): "
-        f"{f['abstention_questions']}."
-    )
-    return [*rows, "", *accuracy_rows(f)]
+@contextmanager
+def turn_latencies() -> Iterator[TurnLatencies]:
+    handler = TurnLatencies()
+    logging.getLogger().addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logging.getLogger().removeHandler(handler)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m infra.memory_benchmark", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="one short conversation (CI)")
-    p.add_argument("--conversations", type=int, default=10)
-    p.add_argument("--data", type=Path, help="a file in LoCoMo's layout instead of the synthetic conversations")
+    p.add_argument("--quick", action="store_true", help="one short synthetic conversation (with --data: its first)")
+    p.add_argument("--conversations", type=int, default=10, help="the first N conversations of each dataset")
+    p.add_argument("--data", type=Path, help="LoCoMo's data (locomo10.json, locomo10.zip or a folder of them)")
+    p.add_argument("--synthetic", action="store_true", help="with --data: the synthetic set too, in the same run")
     p.add_argument(
         "--aws",
         action="store_true",
@@ -160,6 +100,67 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def datasets(args: argparse.Namespace) -> dict[str, list[Conversation]]:
+    """The conversations to run, by dataset; DatasetError for a file not in LoCoMo's layout."""
+    count = 1 if args.quick else args.conversations
+    if count < 1:
+        raise DatasetError("--conversations must be at least 1")
+    chosen: dict[str, list[Conversation]] = {}
+    if args.data:
+        chosen["LoCoMo"] = load(args.data)[:count]
+    if not args.data or args.synthetic:
+        chosen["synthetic"] = conversations(1, 10, 0) if args.quick else conversations(count)
+    return chosen
+
+
+def run(chosen: dict[str, list[Conversation]], args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """Every conversation replayed on a stack of its own; the figures by dataset."""
+    results: dict[str, list[QuestionResult]] = {name: [] for name in chosen}
+    work = sum(
+        (c.dialogs if c.has_other_party else c.client_turns) + len(c.questions) for cs in chosen.values() for c in cs
+    )
+    recorder = BedrockRecorder() if args.aws else None
+    judge: LlmJudge | None = None
+    region = ""
+    with turn_latencies() as latencies, Progress("memory benchmark", work, "turns") as progress:
+        for name, conversations_ in chosen.items():
+            for number, conversation in enumerate(conversations_):
+                # A stack (and table) per conversation: each starts from an empty memory and index.
+                with (
+                    tempfile.TemporaryDirectory() as scratch,
+                    LocalStack(data_file=Path(scratch) / "table.jsonl", api_port=0, real_model=args.aws) as stack,
+                ):
+                    region = stack.region
+                    if args.aws and judge is None:
+                        judge = LlmJudge(build_chat_model(judge_settings(Settings.from_env(), args.judge_model)))
+                    replayer = Replayer(stack, conversation, name, GAP_S + 0.2, number, recorder, judge)
+                    results[name] += replayer.run(TOKEN_BUDGET, progress)
+    found: dict[str, Any] = {"datasets": {name: figures(found) for name, found in results.items()}}
+    for name, conversations_ in chosen.items():  # what a message costs to embed, on average
+        said = [count_tokens(d.content) for c in conversations_ for s in c.sessions for d in s.dialogs]
+        found["datasets"][name]["mean_message_tokens"] = round(sum(said) / len(said), 1) if said else 0.0
+    found["turn_recall_ms_p50"] = percentile(latencies.recall_ms, 0.5)
+    found["turn_recall_ms_p95"] = percentile(latencies.recall_ms, 0.95)
+    found["turn_added_ms_p50"] = percentile(latencies.added_ms, 0.5)
+    found["turn_added_ms_p95"] = percentile(latencies.added_ms, 0.95)
+    found["turns_measured"] = len(latencies.recall_ms)
+    if args.aws:
+        found |= {
+            "mode": "aws",
+            "model_endpoint": model_endpoint(region),
+            "coach_model": Settings.from_env().model_id,
+            "judge_model": args.judge_model,
+            "answer_accuracy": {name: accuracy(found_) for name, found_ in results.items()},
+        }
+    (out / "memory-benchmark.json").write_text(
+        json.dumps(
+            {"figures": found, "questions": {n: [asdict(r) for r in rs] for n, rs in results.items()}}, indent=1
+        ),
+        encoding="utf-8",
+    )
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.aws and not has_credentials():
@@ -169,61 +170,26 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    out: Path = args.out
     if args.report:
         found = json.loads(args.report.read_text(encoding="utf-8"))["figures"]
-        report.write(found, table(found), args.out, found.get("command", "uv run python -m infra.memory_benchmark"))
-        print("\n".join(table(found)))
+        report.write(found, out, found.get("command", "uv run python -m infra.memory_benchmark"))
         return 0
     try:
-        chosen: list[Conversation] = (
-            load(args.data)
-            if args.data
-            else conversations(1, 10, 0)
-            if args.quick
-            else conversations(args.conversations)
-        )
+        chosen = datasets(args)
     except DatasetError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    os.environ.update({"CONVERSATION_GAP_S": str(GAP_S), "TOKEN_BUDGET": str(TOKEN_BUDGET), "RATE_LIMIT_MESSAGES": "0"})
-    out: Path = args.out
+    os.environ.update(ENVIRONMENT)
     out.mkdir(parents=True, exist_ok=True)
-    turns = sum(c.client_turns + len(c.questions) for c in chosen)
-    results: list[QuestionResult] = []
-    # --aws: requests are recorded where they leave (the model is not ours to record), and the
-    # judge is built, by the project's one model builder, once the first stack has set the table.
-    recorder = BedrockRecorder() if args.aws else None
-    judge: LlmJudge | None = None
     with logs_to(None if args.verbose else out / "memory-benchmark.log") as console:
-        with Progress("memory benchmark", turns, "turns") as progress:
-            for number, conversation in enumerate(chosen):
-                # A stack (and table) per conversation: moto copies its whole table on every
-                # transaction, so one table for all would slow each turn as the run goes on.
-                with (
-                    tempfile.TemporaryDirectory() as scratch,
-                    LocalStack(data_file=Path(scratch) / "table.jsonl", api_port=0, real_model=args.aws) as stack,
-                ):
-                    if args.aws and judge is None:
-                        judge = LlmJudge(build_chat_model(judge_settings(Settings.from_env(), args.judge_model)))
-                    replayer = Replayer(stack, conversation, GAP_S + 0.2, number, recorder, judge)
-                    results += replayer.run(TOKEN_BUDGET, progress)
-        found = figures(results)
-        if args.aws:
-            found |= {
-                "mode": "aws",
-                "model_endpoint": model_endpoint(stack.region),
-                "coach_model": Settings.from_env({**os.environ, "TABLE_NAME": stack.table_name}).model_id,
-                "judge_model": args.judge_model,
-                "answer_accuracy": accuracy(results),
-            }
-        found["command"] = "uv run python -m infra.memory_benchmark " + " ".join(
-            argv if argv is not None else sys.argv[1:]
-        )
-        report.write(found, table(found), out, str(found["command"]).strip())
-        (out / "memory-benchmark.json").write_text(
-            json.dumps({"figures": found, "questions": [asdict(r) for r in results]}, indent=1), encoding="utf-8"
-        )
-        print("\n".join(table(found)), file=console)
+        command = "uv run python -m infra.memory_benchmark " + " ".join(argv if argv is not None else sys.argv[1:])
+        found = run(chosen, args, out)
+        found["command"] = command.strip()
+        report.write(found, out, found["command"])
+        saved = json.loads((out / "memory-benchmark.json").read_text(encoding="utf-8"))
+        (out / "memory-benchmark.json").write_text(json.dumps(saved | {"figures": found}, indent=1), encoding="utf-8")
+        print((out / "memory-benchmark.md").read_text(encoding="utf-8"), file=console)
         print(f"\nReport and plot: {out / 'memory-benchmark.md'}, {out / 'memory-benchmark.png'}", file=console)
     return 0
 

@@ -20,6 +20,7 @@ from onboarding.llm.prompts import STEP_PROMPTS
 from onboarding.model.state import ONBOARDING_ORDER
 
 CLIENT = "Client"
+COACH = "Coach"  # speaker_b: the coach, whose lines are made by the real turn path, not stored in the data
 NAMES = ("Sam", "Alex", "Jordan", "Maya", "Priya", "Tom", "Lena", "Omar", "Chloe", "Ravi", "Ines", "Kai")
 GREETINGS = ("Hi again!", "Hello coach", "Hey, I'm back", "Good morning!")
 SMALL_TALK = (
@@ -158,7 +159,7 @@ def conversation(index: int, sessions: int = 10, turns_per_session: int = 30, se
         Question("What is the name of my cat?", None, (), 5, trap=rng.choice(CAT_TRAPS)),
         Question("Which marathon did I run last year?", None, (), 5, trap=rng.choice(MARATHON_TRAPS)),
     )
-    return Conversation(f"fit-{index + 1:02d}", CLIENT, tuple(w.sessions), questions)
+    return Conversation(f"fit-{index + 1:02d}", CLIENT, tuple(w.sessions), questions, COACH)
 
 
 def conversations(count: int = 10, sessions: int = 10, turns_per_session: int = 30) -> list[Conversation]:

@@ -112,7 +112,12 @@ def test_the_queue_mapping_caps_the_worker_and_a_failing_text_holds_its_group_fo
     transformed: dict[str, Any],
 ) -> None:
     resources = _resources(transformed)
-    [mapping] = [body for body in resources.values() if body["Type"] == "AWS::Lambda::EventSourceMapping"]
+    [mapping] = [
+        body
+        for body in resources.values()
+        if body["Type"] == "AWS::Lambda::EventSourceMapping"
+        and "SmsQueue" in json.dumps(body["Properties"]["EventSourceArn"])
+    ]
     assert mapping["Properties"]["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "SmsMaxConcurrency"}}
     queue = resources["SmsQueue"]["Properties"]
     receives = queue["RedrivePolicy"]["maxReceiveCount"]

@@ -68,6 +68,9 @@ def test_a_turns_token_counts_are_the_ones_inspect_prompt_prints(console: LocalS
     user = f"it-{uuid.uuid4()}"
     for message in ["Hi! My name is Alexandra", "I am a total beginner", "I walk my dog daily"]:
         chat(console, user, message)
+    # The plan recalls from the index, which the stream fills within moments of a turn: both plans
+    # compared here must see the same index.
+    console.drain_index()
     expected = inspected(user, "Any knee trouble? None")
     record = chat(console, user, "Any knee trouble? None")
     plan = record["plan"]
@@ -79,6 +82,7 @@ def test_a_turns_token_counts_are_the_ones_inspect_prompt_prints(console: LocalS
     assert isinstance(requests, list)
     assert requests[0]["system"] == plan["system"]
     assert requests[0]["messages"][-1]["content"][0]["text"] == "Any knee trouble? None"
+    console.drain_index()
     preview = HTTP.get(f"{console.api_url}/console/api/users/{user}/prompt", params={"message": "Next one"}).json()
     assert _counts(preview) == inspected(user, "Next one")
 

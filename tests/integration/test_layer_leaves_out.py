@@ -1,6 +1,8 @@
 """The onboarding layer is built without numpy and zstandard (layers/onboarding/Makefile): only
-parts of langchain-aws and langsmith we never use import them. Every function must still start and
-answer its sample event with both made unimportable, as they are in Lambda."""
+parts of langchain-aws and langsmith import them. zstandard is never imported; numpy is, by
+langchain-aws's BedrockEmbeddings, in the functions that embed (recall), which get it from the
+embeddings layer alone. Every function must still start and answer its sample event with what its
+layers leave out made unimportable, as it is in Lambda."""
 
 import json
 import subprocess
@@ -12,13 +14,19 @@ import pytest
 
 from infra.benchmark.first_calls import COLD_BOOT, fresh_event
 from infra.local_stack import LocalStack
-from infra.template import function_handler, web_adapter_app
+from infra.template import function_handler, load_template, web_adapter_app
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).parents[2]
 LEFT_OUT = ("numpy", "zstandard")
 MAKEFILE = ROOT / "layers" / "onboarding" / "Makefile"
+
+
+def left_out_of(function: str) -> tuple[str, ...]:
+    """What the function's layers do not ship: numpy comes with the embeddings layer."""
+    layers = load_template()["Resources"][function]["Properties"].get("Layers", [])
+    return tuple(name for name in LEFT_OUT if not (name == "numpy" and {"Ref": "EmbeddingsLayer"} in layers))
 
 
 def test_the_makefile_leaves_out_exactly_these_packages() -> None:
@@ -32,7 +40,7 @@ def _boot(stack: LocalStack, function: str, **extra: Any) -> "subprocess.Complet
     module, attribute = (located[1], located[2]) if located else function_handler(function)[1:]
     code_dir = located[0] if located else function_handler(function)[0]
     spec = {"mode": "call", "path": [str(code_dir)], "module": module, "attribute": attribute, "asgi": bool(located),
-            "function": function, "left_out": list(LEFT_OUT),
+            "function": function, "left_out": list(left_out_of(function)),
             "event": fresh_event(function, stack.twilio.sign, stack.webhook_url), **extra}  # fmt: skip
     return subprocess.run(  # noqa: S603 - our own interpreter and the benchmark's boot script
         [sys.executable, str(COLD_BOOT), json.dumps(spec)],
@@ -47,6 +55,15 @@ def test_each_function_answers_without_the_left_out_packages(local_stack: LocalS
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result["status"] == 200, result
     assert result["failed_records"] == 0, result  # a text was answered, not left for a retry
+
+
+def test_only_the_functions_that_embed_get_numpy() -> None:
+    """The SMS webhook never embeds: it stays without numpy (and its 51 MB)."""
+    embedding = {"ApiFunction", "SmsWorkerFunction", "RecallIndexerFunction"}
+    functions = [
+        name for name, body in load_template()["Resources"].items() if body["Type"] == "AWS::Serverless::Function"
+    ]
+    assert {name for name in functions if "numpy" not in left_out_of(name)} == embedding
 
 
 def test_the_probe_does_refuse_a_left_out_package(local_stack: LocalStack) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from infra.lambda_runner import invoke
 from infra.local.iam.identity import access_key_of
-from infra.local_stack import LocalStack
+from infra.local_stack import RECALL_BUCKET_NAME, RECALL_INDEX_NAME, LocalStack
 from infra.template import load_template
 
 EVENTS = Path(__file__).parents[2] / "events"
@@ -17,6 +17,7 @@ SAMPLE_EVENTS = {
     "ApiFunction": ["api_chat.json", "api_history.json"],
     "SmsWebhookFunction": ["sms_webhook.json"],
     "SmsWorkerFunction": ["sms_worker.json"],
+    "RecallIndexerFunction": ["recall_indexer.json"],
 }
 
 
@@ -42,3 +43,6 @@ def test_the_sample_event_succeeds(local_stack: LocalStack, logical_id: str, eve
     assert response.get("batchItemFailures", []) == []
     if logical_id == "SmsWorkerFunction":
         assert local_stack.twilio.sent, "the worker sent its reply through the Twilio stand-in"
+    if logical_id == "RecallIndexerFunction":
+        index = local_stack.s3vectors.buckets[RECALL_BUCKET_NAME][RECALL_INDEX_NAME]
+        assert "sample-user#1795700000000-0a1b2c3d4e5f" in index.vectors, "the sample message was indexed"

@@ -293,7 +293,11 @@ def test_the_prompt_never_exceeds_the_budget(
     # (not the prompt's) must leave room next to it: the smallest.
     allowance = kept_prompt_tokens(20)
     limits = Limits(
-        token_budget=budget, system_prompt_allowance=allowance, profile_value_chars=20, window_max_tokens=100
+        token_budget=budget,
+        system_prompt_allowance=allowance,
+        profile_value_chars=20,
+        window_max_tokens=100,
+        recall_max_tokens=0,
     )
     agent = cls(context, llm, limits)
     system_tokens = count_tokens(agent.get_system_prompt()) + MESSAGE_OVERHEAD_TOKENS

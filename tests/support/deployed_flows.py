@@ -168,6 +168,23 @@ def the_summary_fold(stack: LocalStack) -> None:
         time.sleep(0.1)
 
 
+def the_recall_index_follows_the_table(stack: LocalStack) -> None:
+    """The indexer (fed by the table's stream) embeds each message with the one it answers and writes
+    it; a later turn recalls it (an embedding and a filtered query); an erase deletes the vectors and
+    the stream's removals reach the indexer too."""
+    from infra.local_stack import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
+
+    user = new_user()
+    vectors = stack.s3vectors.buckets[RECALL_BUCKET_NAME][RECALL_INDEX_NAME].vectors
+    chat(stack, user, "By the way, my dog is called Biscuit")
+    stack.drain_index()
+    assert any(key.startswith(f"{user}#") for key in list(vectors)), "nothing indexed"
+    chat(stack, user, "What is my dog called?")
+    assert HTTP.delete(f"{stack.api_url}/me", headers=bearer(user)).status_code == 200
+    stack.drain_index()
+    assert not any(key.startswith(f"{user}#") for key in list(vectors)), "vectors outlived the erase"
+
+
 # --- SMS ----------------------------------------------------------------------------------------
 
 
@@ -330,6 +347,7 @@ FLOWS: dict[str, Flow] = {
         history_phones_and_link_codes,
         erase_me,
         the_summary_fold,
+        the_recall_index_follows_the_table,
         a_text_answered_by_sms,
         link_brings_the_texts,
         a_pending_merge_finished_by_the_next_text,

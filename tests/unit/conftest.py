@@ -8,6 +8,7 @@ from langchain_core.language_models import BaseChatModel
 from moto import mock_aws
 
 from infra.bedrock_emulator import BedrockEmulator
+from infra.local.s3vectors import S3VectorsStandIn
 from infra.template import table_create_request
 from infra.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
@@ -42,6 +43,31 @@ def settings() -> Settings:
         model_first_backoff_s=0.01,
         model_max_backoff_s=0.05,
     )
+
+
+RECALL_INDEX_ARN = "arn:aws:s3vectors:us-east-1:123456789012:bucket/recall-test/index/messages"
+RECALL_DIMENSIONS = 256  # small and fast; the index and the embedding agree
+
+
+@pytest.fixture
+def vector_index(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3VectorsStandIn]:
+    """The S3 Vectors stand-in on loopback with the recall index made as the template makes it, and
+    botocore pointed at it by the standard variable."""
+    with S3VectorsStandIn("us-east-1", "123456789012") as stand_in:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3VECTORS", stand_in.url)
+        client = boto3.client("s3vectors", region_name="us-east-1")
+        client.create_vector_bucket(vectorBucketName="recall-test")
+        client.create_index(
+            vectorBucketName="recall-test", indexName="messages", dataType="float32", dimension=RECALL_DIMENSIONS,
+            distanceMetric="cosine", metadataConfiguration={"nonFilterableMetadataKeys": ["text", "role", "at"]},
+        )  # fmt: skip
+        yield stand_in
+
+
+@pytest.fixture
+def recall_settings(settings: Settings, vector_index: S3VectorsStandIn, emulator: BedrockEmulator) -> Settings:
+    """The test settings with recall on: the stand-in's index, embeddings of its size."""
+    return settings.model_copy(update={"recall_index_arn": RECALL_INDEX_ARN, "embedding_dimensions": RECALL_DIMENSIONS})
 
 
 @pytest.fixture

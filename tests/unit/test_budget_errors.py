@@ -38,7 +38,7 @@ def tight(settings: Settings) -> Settings:
     """A budget and system-prompt allowance below what the settings accept (built without their
     validation): a new user's instructions alone are over this allowance, so a message can pass the
     up-front check (budget - allowance) and still not fit once the prompt is built."""
-    changes = {"token_budget": 1000, "system_prompt_allowance": 500, "window_max_tokens": 400}
+    changes = {"token_budget": 1000, "system_prompt_allowance": 500, "window_max_tokens": 400, "recall_max_tokens": 0}
     assert changes.keys() <= Settings.model_fields.keys()  # no misspelt name silently ignored
     with pytest.raises(ValueError, match="SYSTEM_PROMPT_ALLOWANCE must hold"):
         Settings.model_validate(settings.model_dump() | changes)

@@ -176,15 +176,15 @@ async def test_the_fold_reads_fold_read_limit_messages_and_keeps_summary_max_tok
     assert count_tokens(stored[60]) <= 60 < count_tokens(stored[800])
 
 
-@observes("token_budget", "system_prompt_allowance")
-async def test_the_largest_message_follows_the_token_budget_and_the_system_allowance(
+@observes("token_budget", "system_prompt_allowance", "recall_max_tokens")
+async def test_the_largest_message_follows_the_token_budget_and_the_system_and_recall_allowances(
     dynamodb: Any, emulator: BedrockEmulator
 ) -> None:
-    message = "lift " * 3600  # about 6,000 tokens: fits the default 12,000 - 5,000
+    message = "lift " * 2800  # about 4,700 tokens: fits the default 12,000 - 5,000 - 2,000 (recall)
     tokens = count_tokens(message)
-    assert 5_000 < tokens < 6_900
+    assert 4_000 < tokens < 4_990
     await run_turn(build_turn_service(settings_with(), repositories(dynamodb, settings_with())), "a", message)
-    for changes in ({"token_budget": 10_000}, {"system_prompt_allowance": 6_000}):
+    for changes in ({"token_budget": 11_500}, {"system_prompt_allowance": 5_500}, {"recall_max_tokens": 2_500}):
         settings = settings_with(**changes)
         store = repositories(dynamodb, settings)
         with pytest.raises(MessageOverBudgetError):
@@ -709,7 +709,8 @@ def every_setting() -> set[str]:
     import tests.unit.test_every_flag_setting
     import tests.unit.test_every_sms_setting
     import tests.unit.test_fold_catch_up
-    import tests.unit.test_link_confirmation  # noqa: F401
+    import tests.unit.test_link_confirmation
+    import tests.unit.test_recall_settings  # noqa: F401
 
     return {
         *Settings.model_fields,

@@ -82,9 +82,43 @@ def test_a_call_through_a_cross_region_profile_needs_the_profile_and_the_model_i
     )
 
 
+INDEX = "arn:aws:s3vectors:us-east-1:123456789012:bucket/b/index/i"
+
+
+def test_a_vector_query_that_filters_or_reads_metadata_also_needs_get_vectors() -> None:
+    """S3 Vectors API reference, QueryVectors "Permissions": a filter, metadata or text needs GetVectors."""
+    by_name = {"vectorBucketName": "b", "indexName": "i", "topK": 3}
+    assert [a for a, *_ in needed("s3vectors", "QueryVectors", by_name)] == ["s3vectors:QueryVectors"]
+    for extra in ({"filter": {"user": "u"}}, {"returnMetadata": True}, {"queryTexts": [{"text": "x"}]}):
+        found = needed("s3vectors", "QueryVectors", {"indexArn": INDEX, **extra})
+        assert [(a, r) for a, r, _ in found] == [("s3vectors:QueryVectors", INDEX), ("s3vectors:GetVectors", INDEX)]
+    assert needed("s3vectors", "DeleteVectors", {"indexArn": INDEX, "keys": ["k"]})[0][:2] == (
+        "s3vectors:DeleteVectors",
+        INDEX,
+    )
+    assert needed("s3vectors", "CreateIndex", {"vectorBucketName": "b", "indexName": "i"})[0][:2] == (
+        "s3vectors:CreateIndex",
+        "arn:aws:s3vectors:us-east-1:123456789012:bucket/b",
+    )
+
+
+def test_stream_reads_are_authorised_on_the_stream_a_shard_iterator_names() -> None:
+    stream = f"{TABLE}/stream/2026-11-26T00:00:00.000"
+    assert needed("dynamodbstreams", "GetRecords", {"ShardIterator": f"{stream}|1|abc"})[0][:2] == (
+        "dynamodb:GetRecords",
+        stream,
+    )
+    assert needed("dynamodbstreams", "DescribeStream", {"StreamArn": stream})[0][:2] == (
+        "dynamodb:DescribeStream",
+        stream,
+    )
+
+
 @pytest.mark.parametrize(
     ("service", "operation", "params"),
     [
+        ("dynamodbstreams", "GetRecords", {"ShardIterator": "opaque"}),
+        ("s3vectors", "QueryVectors", {"topK": 1}),
         ("dynamodb", "ExecuteStatement", {"Statement": "SELECT * FROM t"}),
         ("dynamodb", "PutItem", {}),
         ("dynamodb", "TransactWriteItems", {"TransactItems": [{"Teleport": {"TableName": "t"}}]}),
@@ -220,6 +254,8 @@ def test_unknown_callers_operations_and_policies_are_refused_and_named(
         ("ssm", "get_parameter", {"Name": "/p"}, "AccessDeniedException", 400),
         ("bedrock-runtime", "converse", {"modelId": "m", "messages": []}, "AccessDeniedException", 403),
         ("appconfigdata", "get_latest_configuration", {"ConfigurationToken": "t"}, "AccessDeniedException", 403),
+        ("s3vectors", "query_vectors", {"topK": 1}, "AccessDeniedException", 403),
+        ("dynamodbstreams", "get_records", {"ShardIterator": "s"}, "AccessDeniedException", 400),
     ],
 )
 def test_botocore_reads_each_refusal_as_the_error_aws_answers(

@@ -52,6 +52,7 @@ def memory_settings(base: Settings, budget: int = 12_000) -> Settings:
         "reset_keywords": ("start over", "reset"),
         "history_load_limit": 60,
         "rate_limit_messages": 0,
+        "recall_max_tokens": 0,  # no recall index here; its allowance would only crowd small budgets
     }
     assert changes.keys() <= Settings.model_fields.keys()  # no misspelt name silently ignored
     return Settings.model_validate(base.model_dump() | changes)

@@ -2,8 +2,8 @@
 each applies to, and the condition keys the request sets.
 
 Source: AWS's Service Authorization Reference ("Actions, resources, and condition keys for" Amazon
-DynamoDB, Amazon SQS, AWS Systems Manager, Amazon Bedrock and AWS AppConfig), and where an
-operation is authorised by more than its own name:
+DynamoDB, Amazon SQS, AWS Systems Manager, Amazon Bedrock, AWS AppConfig and Amazon S3 Vectors), and
+where an operation is authorised by more than its own name:
 - DynamoDB transactions: each item by its own action (Put -> PutItem, Update -> UpdateItem,
   Delete -> DeleteItem, ConditionCheck -> ConditionCheckItem, Get -> GetItem), with
   `dynamodb:EnclosingOperation` set (DynamoDB developer guide, "Using IAM with DynamoDB transactions");
@@ -11,6 +11,12 @@ operation is authorised by more than its own name:
 - SQS: the batch operations by the single ones (SendMessageBatch -> sqs:SendMessage, ...); a
   dead-letter redrive (StartMessageMoveTask) also needs to read and delete on the source queue and
   send to the destination (SQS developer guide, "dead-letter queue redrive").
+- DynamoDB Streams (the `dynamodb` prefix): DescribeStream, GetShardIterator and GetRecords on the
+  stream's ARN, ListStreams on `*` (what AWSLambdaDynamoDBExecutionRole grants Lambda's poller).
+- S3 Vectors: each operation by its own action on the index (or, to create one, the bucket); a
+  QueryVectors with a filter, `returnMetadata` or `queryTexts`, and a ListVectors with
+  `returnData` or `returnMetadata`, also needs `s3vectors:GetVectors` (S3 Vectors API reference,
+  QueryVectors and ListVectors, "Permissions").
 - Bedrock: Converse by InvokeModel, ConverseStream by InvokeModelWithResponseStream. A call through a
   cross-region inference profile is authorised on the profile and on the foundation model in each
   region it may route to, with `bedrock:InferenceProfileArn` set (Bedrock user guide, "Prerequisites
@@ -202,6 +208,36 @@ def _model(action: str) -> Callable[[Params, Place], list[Authorization]]:
     return authorize
 
 
+# --- S3 Vectors -----------------------------------------------------------------------------
+
+
+def _vector_bucket(place: Place, params: Params) -> str:
+    arn = params.get("vectorBucketArn")
+    return str(arn) if arn else _arn(place, "s3vectors", f"bucket/{params['vectorBucketName']}")
+
+
+def _vector_index(place: Place, params: Params) -> str:
+    arn = params.get("indexArn")
+    return str(arn) if arn else f"{_vector_bucket(place, params)}/index/{params['indexName']}"
+
+
+def _on_vector_index(action: str, reads_when: tuple[str, ...] = ()) -> Callable[[Params, Place], list[Authorization]]:
+    """`action` on the index; also s3vectors:GetVectors when any parameter of `reads_when` is set."""
+
+    def authorize(params: Params, place: Place) -> list[Authorization]:
+        index = _vector_index(place, params)
+        found = [Authorization(action, index)]
+        if any(params.get(name) for name in reads_when):
+            found.append(Authorization("s3vectors:GetVectors", index))
+        return found
+
+    return authorize
+
+
+def _on_vector_bucket(action: str) -> Callable[[Params, Place], list[Authorization]]:
+    return lambda params, place: [Authorization(action, _vector_bucket(place, params))]
+
+
 # --- AppConfig --------------------------------------------------------------------------------
 
 
@@ -214,6 +250,15 @@ def _configuration(action: str) -> Callable[[Params, Place], list[Authorization]
         return [Authorization(action, _arn(place, "appconfig", path))]
 
     return authorize
+
+
+def _stream_of_iterator(iterator: str) -> str:
+    """The stream ARN a shard iterator reads. DynamoDB's iterators are opaque; moto's (the local
+    server's) begin with the stream's ARN and a `|`, which is all the local check needs."""
+    arn = iterator.partition("|")[0]
+    if ":table/" not in arn or "/stream/" not in arn:
+        raise UnknownOperation("a shard iterator that names no stream")
+    return arn
 
 
 def _anywhere(action: str) -> Callable[[Params, Place], list[Authorization]]:
@@ -256,6 +301,24 @@ OPERATIONS: Mapping[tuple[str, str], Callable[[Params, Place], list[Authorizatio
     ("bedrock-runtime", "InvokeModel"): _model("bedrock:InvokeModel"),
     ("bedrock-runtime", "ConverseStream"): _model("bedrock:InvokeModelWithResponseStream"),
     ("bedrock-runtime", "InvokeModelWithResponseStream"): _model("bedrock:InvokeModelWithResponseStream"),
+    ("dynamodbstreams", "DescribeStream"): lambda p, place: [Authorization("dynamodb:DescribeStream", p["StreamArn"])],
+    ("dynamodbstreams", "GetRecords"): lambda p, place: [
+        Authorization("dynamodb:GetRecords", _stream_of_iterator(p["ShardIterator"]))
+    ],
+    ("dynamodbstreams", "GetShardIterator"): lambda p, place: [
+        Authorization("dynamodb:GetShardIterator", p["StreamArn"])
+    ],
+    ("dynamodbstreams", "ListStreams"): _anywhere("dynamodb:ListStreams"),
+    ("s3vectors", "CreateVectorBucket"): _on_vector_bucket("s3vectors:CreateVectorBucket"),
+    ("s3vectors", "CreateIndex"): _on_vector_bucket("s3vectors:CreateIndex"),
+    ("s3vectors", "GetIndex"): _on_vector_index("s3vectors:GetIndex"),
+    ("s3vectors", "PutVectors"): _on_vector_index("s3vectors:PutVectors"),
+    ("s3vectors", "DeleteVectors"): _on_vector_index("s3vectors:DeleteVectors"),
+    ("s3vectors", "GetVectors"): _on_vector_index("s3vectors:GetVectors"),
+    ("s3vectors", "ListVectors"): _on_vector_index("s3vectors:ListVectors", ("returnData", "returnMetadata")),
+    ("s3vectors", "QueryVectors"): _on_vector_index(
+        "s3vectors:QueryVectors", ("filter", "returnMetadata", "queryTexts")
+    ),
     ("appconfigdata", "StartConfigurationSession"): _configuration("appconfig:StartConfigurationSession"),
     ("appconfigdata", "GetLatestConfiguration"): _configuration("appconfig:GetLatestConfiguration"),
 }  # fmt: skip

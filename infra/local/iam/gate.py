@@ -53,6 +53,8 @@ _PROTOCOLS: Mapping[str, tuple[int, str, str | None]] = {
     "sqs": (403, "application/x-amz-json-1.0", "com.amazon.coral.service#"),
     "bedrock-runtime": (403, "application/json", None),
     "appconfigdata": (403, "application/json", None),
+    "s3vectors": (403, "application/json", None),
+    "dynamodbstreams": (400, "application/x-amz-json-1.0", "com.amazon.coral.service#"),
 }
 # SQS is query-compatible: botocore reads its error code from this header (AccessDenied, ...).
 _SQS_QUERY_CODES = {"AccessDeniedException": "AccessDenied", "UnrecognizedClientException": "InvalidClientTokenId"}

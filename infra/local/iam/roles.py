@@ -2,9 +2,10 @@
 
 SAM gives every function an execution role: the `Statement`s of its `Policies` as an inline policy,
 plus the AWS managed policies SAM attaches by itself: AWSLambdaBasicExecutionRole always,
-AWSXrayWriteOnlyAccess when `Tracing: Active`, and AWSLambdaSQSQueueExecutionRole for an SQS event
-(the role Lambda's queue poller uses). tests/infrastructure/test_local_iam_roles.py checks this
-reading against the SAM translator's own output, so the two cannot drift apart.
+AWSXrayWriteOnlyAccess when `Tracing: Active`, AWSLambdaSQSQueueExecutionRole for an SQS event and
+AWSLambdaDynamoDBExecutionRole for a DynamoDB stream event (the roles Lambda's pollers use).
+tests/infrastructure/test_deployed_configuration.py checks this reading against the SAM
+translator's own output, so the two cannot drift apart.
 
 A `Policies` entry this does not read (a SAM policy template, a managed policy by name) raises
 UnsupportedPolicy: the function's requests are then refused, not allowed by a guess.
@@ -35,11 +36,25 @@ MANAGED_POLICIES: Mapping[str, Sequence[Statement]] = {
             "Resource": "*",
         }
     ],
+    "AWSLambdaDynamoDBExecutionRole": [
+        {
+            "Effect": "Allow",
+            "Action": [
+                "dynamodb:DescribeStream",
+                "dynamodb:GetRecords",
+                "dynamodb:GetShardIterator",
+                "dynamodb:ListStreams",
+                *_LOGS,
+            ],
+            "Resource": "*",
+        }
+    ],
 }
 
 
 def managed_policy_arn(name: str, partition: str = "aws") -> str:
-    prefix = "service-role/" if name in ("AWSLambdaBasicExecutionRole", "AWSLambdaSQSQueueExecutionRole") else ""
+    service_roles = ("AWSLambdaBasicExecutionRole", "AWSLambdaSQSQueueExecutionRole", "AWSLambdaDynamoDBExecutionRole")
+    prefix = "service-role/" if name in service_roles else ""
     return f"arn:{partition}:iam::aws:policy/{prefix}{name}"
 
 
@@ -50,8 +65,11 @@ def attached_managed_policies(deployment: LocalDeployment, logical_id: str) -> l
     names = ["AWSLambdaBasicExecutionRole"]
     if properties.get("Tracing", globals_.get("Tracing")) == "Active":
         names.append("AWSXrayWriteOnlyAccess")
-    if any(event.get("Type") == "SQS" for event in properties.get("Events", {}).values()):
+    events = [event.get("Type") for event in properties.get("Events", {}).values()]
+    if "SQS" in events:
         names.append("AWSLambdaSQSQueueExecutionRole")
+    if "DynamoDB" in events:
+        names.append("AWSLambdaDynamoDBExecutionRole")
     return names
 
 

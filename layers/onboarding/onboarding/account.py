@@ -8,18 +8,21 @@ limits) live here, and so does the audit line of each read or erase of a user's 
 import asyncio
 from dataclasses import dataclass
 
-from onboarding.audit import Caller, erasure_counts, record_access
+from onboarding.audit import Caller, record_access
 from onboarding.config import Limits
+from onboarding.erasing import erase_memory
 from onboarding.model.errors import InvalidPageSizeError
 from onboarding.model.records import ErasureReport, HistoryPage, LinkCode
 from onboarding.model.text import is_blank
 from onboarding.persistence import Repositories
+from onboarding.recall.vectors import VectorIndex
 
 
 @dataclass(frozen=True)
 class AccountService:
     store: Repositories
     limits: Limits
+    index: VectorIndex | None = None  # the recall index: an erase deletes the user's vectors too
 
     async def history(
         self, user_id: str, limit: int | None = None, cursor: str | None = None, caller: Caller | None = None
@@ -45,6 +48,7 @@ class AccountService:
         return await asyncio.to_thread(self.store.phones.create_link_code, user_id, self.limits.link_code_rate_limit)
 
     async def erase(self, user_id: str, caller: Caller | None = None) -> ErasureReport:
-        report = await asyncio.to_thread(self.store.erasure.erase, user_id)
-        record_access(caller or Caller.function("erase"), user_id, erasure_counts(report), access="erase")
-        return report
+        """Everything stored for the user, and their vectors in the recall index (onboarding.erasing)."""
+        return await asyncio.to_thread(
+            erase_memory, self.store, self.index, user_id, caller or Caller.function("erase")
+        )

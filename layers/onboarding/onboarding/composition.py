@@ -15,6 +15,7 @@ from botocore.config import Config
 
 from onboarding.config import Settings, WebhookSettings, WorkerSettings
 from onboarding.persistence import Repositories
+from onboarding.recall.vectors import VectorIndex
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
     from onboarding.account import AccountService
     from onboarding.orchestrator import OnboardingAgentOrchestrator
+    from onboarding.recall.indexer import MessageIndexer
+    from onboarding.recall.recaller import Recaller
     from onboarding.rollout import MemoryFlags
     from onboarding.sms.intake import SmsIntake
     from onboarding.sms.responder import SmsResponder
@@ -46,6 +49,40 @@ def _table_client(settings: Settings) -> "DynamoDBClient":
 
 def build_repositories(settings: Settings) -> Repositories:
     return Repositories.over(_table_client(settings), settings.table_name, settings)
+
+
+def build_vector_index(settings: Settings, hot_path: bool = False) -> VectorIndex | None:
+    """The recall index (None when the settings name none). On a turn's hot path its client makes
+    one try, cut at RECALL_TIMEOUT_S; elsewhere (erase, the indexer) botocore's standard tries."""
+    if not settings.recall_index_arn:
+        return None
+    from onboarding.llm.embeddings import embeddings_client_config
+
+    client = boto3.client("s3vectors", region_name=settings.region, config=embeddings_client_config(settings, hot_path))
+    return VectorIndex(client, settings.recall_index_arn, settings.embedding_max_chars)
+
+
+def build_recaller(settings: Settings) -> "Recaller | None":
+    """A turn's recall: the index and the embedding model, both with hot-path clients."""
+    index = build_vector_index(settings, hot_path=True)
+    if index is None:
+        return None
+    from onboarding.llm.embeddings import build_embeddings
+    from onboarding.recall.recaller import Recaller
+
+    return Recaller(build_embeddings(settings, hot_path=True), index, settings.recall)
+
+
+def build_indexer(settings: Settings) -> "MessageIndexer":
+    """The recall indexer's: the index, the embedding model and the table (what a message answers)."""
+    index = build_vector_index(settings)
+    if index is None:
+        raise ValueError("RECALL_INDEX_ARN is not set: the indexer has no index to keep")
+    from onboarding.llm.embeddings import build_embeddings
+    from onboarding.recall.indexer import MessageIndexer
+
+    store = build_repositories(settings)
+    return MessageIndexer(build_embeddings(settings, hot_path=False), index, store.conversations, settings.recall)
 
 
 def build_orchestrator(
@@ -93,8 +130,12 @@ def build_memory_flags(settings: Settings, client: "AppConfigDataClient | None" 
 
 
 def build_turn_service(
-    settings: Settings, store: Repositories | None = None, llm: "BaseChatModel | None" = None
+    settings: Settings,
+    store: Repositories | None = None,
+    llm: "BaseChatModel | None" = None,
+    recaller: "Recaller | None" = None,
 ) -> "TurnService":
+    """`recaller`: None builds one from the settings (none when they name no recall index)."""
     from onboarding.llm.chat_model import build_chat_model
     from onboarding.llm.resilience import CircuitBreaker
     from onboarding.llm.summarizer import Summarizer
@@ -109,13 +150,14 @@ def build_turn_service(
         summarizer=Summarizer(llm, settings.summary_max_tokens),
         store_breaker=CircuitBreaker(settings.store_breaker, name="store"),
         flags=build_memory_flags(settings).for_user,
+        recaller=recaller or build_recaller(settings),
     )
 
 
 def build_account(settings: Settings, store: Repositories) -> "AccountService":
     from onboarding.account import AccountService
 
-    return AccountService(store, settings)
+    return AccountService(store, settings, build_vector_index(settings))
 
 
 class ApiParts(NamedTuple):
@@ -124,24 +166,35 @@ class ApiParts(NamedTuple):
     primer: "Primer"
 
 
-def _model_parts(
-    settings: Settings, also: Callable[[], None] | None = None
-) -> tuple["DynamoDBClient", Repositories, "BaseChatModel", "Primer"]:
-    """The table's client and repositories, the model, and a SnapStart primer over those very clients."""
+class ModelParts(NamedTuple):
+    client: "DynamoDBClient"
+    store: Repositories
+    llm: "BaseChatModel"
+    recaller: "Recaller | None"
+    primer: "Primer"
+
+
+def _model_parts(settings: Settings, also: Callable[[], None] | None = None) -> ModelParts:
+    """The table's client and repositories, the model, recall, and a SnapStart primer over the very
+    clients they use."""
     from onboarding.llm.chat_model import build_chat_model
     from onboarding.snapstart import Primer
 
     client = _table_client(settings)
     store = Repositories.over(client, settings.table_name, settings)
     llm = build_chat_model(settings)
-    return client, store, llm, Primer(settings, store, llm, [client, llm.client], also)  # type: ignore[attr-defined]
+    recaller = build_recaller(settings)
+    clients = [client, llm.client]  # type: ignore[attr-defined]
+    if recaller is not None:
+        clients += recaller.clients
+    return ModelParts(client, store, llm, recaller, Primer(settings, store, llm, clients, also, recaller))
 
 
 def build_api(settings: Settings) -> ApiParts:
     """What the mobile API needs: the turn service and the account service, over one client, and
     the primer its SnapStart hooks call."""
-    _, store, llm, primer = _model_parts(settings)
-    return ApiParts(build_turn_service(settings, store, llm), build_account(settings, store), primer)
+    _, store, llm, recaller, primer = _model_parts(settings)
+    return ApiParts(build_turn_service(settings, store, llm, recaller), build_account(settings, store), primer)
 
 
 def build_parameters() -> "SSMProvider":
@@ -185,7 +238,8 @@ def build_webhook(settings: Settings, sms: WebhookSettings) -> WebhookParts:
 
     client = _table_client(settings)
     queue = TurnQueue(boto3.client("sqs", region_name=settings.region), sms.queue_url)
-    intake = SmsIntake(Repositories.over(client, settings.table_name, settings), queue, settings)
+    repositories = Repositories.over(client, settings.table_name, settings)
+    intake = SmsIntake(repositories, queue, settings, index=build_vector_index(settings))
     return WebhookParts(intake, _idempotency_layer(sms.idempotency_table_name, client))
 
 
@@ -201,7 +255,7 @@ def build_worker(settings: Settings, sms: WorkerSettings) -> WorkerParts:
     from onboarding.sms.responder import SmsResponder
     from onboarding.sms.sender import TwilioSender, prime_twilio
 
-    client, store, llm, primer = _model_parts(settings, also=prime_twilio)
+    client, store, llm, recaller, primer = _model_parts(settings, also=prime_twilio)
     parameters = build_parameters()
     sender = TwilioSender(
         sms.twilio_account_sid,
@@ -210,5 +264,6 @@ def build_worker(settings: Settings, sms: WorkerSettings) -> WorkerParts:
         sms.twilio_send_attempts,
         sms.twilio_timeout_s,
     )
-    responder = SmsResponder(build_turn_service(settings, store, llm), store, sender)
+    service = build_turn_service(settings, store, llm, recaller)
+    responder = SmsResponder(service, store, sender, build_vector_index(settings))
     return WorkerParts(responder, primer, _idempotency_layer(sms.idempotency_table_name, client))

@@ -3,10 +3,11 @@
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from onboarding.model.answers import AnswerSource
 from onboarding.model.frozen import FrozenHistory, FrozenMapping
+from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
 from onboarding.model.state import OnboardingAgentType, OnboardingState, WaitingFor
 
@@ -40,6 +41,8 @@ class OnboardingAgentContext(BaseModel):
         single_prompt: the memory flag is off for this user (single-prompt mode): nothing was
             loaded, as with `memory_unavailable`, but by design, so the person is not told.
         show_profile: the profile flag: False leaves the profile out of the prompt.
+        recalled: older messages recalled for this message, most relevant first, none of them
+            already in the window or carried next to the summary (onboarding.recall).
     """
 
     model_config = ConfigDict(frozen=True, strict=False, extra="forbid")
@@ -58,6 +61,8 @@ class OnboardingAgentContext(BaseModel):
     returning_since: datetime | None = None
     single_prompt: bool = False
     show_profile: bool = True
+    # Kept as the Messages they are (ids and times included): tuples of frozen messages are immutable.
+    recalled: SkipValidation[tuple[Message, ...]] = ()
 
     def onboarding_state(self, step: OnboardingAgentType) -> OnboardingState:
         """The onboarding state this context was built from, at `step`."""

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from onboarding.audit import Caller, erasure_counts, record_access
+from onboarding.audit import Caller, record_access
 from onboarding.config import Limits
+from onboarding.erasing import erase_memory
 from onboarding.memory.merging import merge_profile, merge_state, merge_summaries
 from onboarding.metrics import count_metric
 from onboarding.model.errors import MemoryChangedError, StoreError, UserErasedError
 from onboarding.model.records import PhoneOwner
 from onboarding.persistence import Repositories
+from onboarding.recall.vectors import VectorIndex
 
 logger = Logger(child=True)
 
@@ -28,6 +30,7 @@ logger = Logger(child=True)
 class PhoneLinking:
     store: Repositories
     limits: Limits
+    index: VectorIndex | None = None  # the recall index (the merged messages are indexed again by the stream)
 
     def link(self, phone: str, code: str) -> PhoneOwner | None:
         """Link `phone` with a one-time code (None: unknown, expired or used) and bring its memory."""
@@ -48,10 +51,9 @@ class PhoneLinking:
             except UserErasedError:
                 # The app user was erased after the link: the texts go with them, not into them.
                 logger.info("The app user was erased while a linked phone's texts joined it; they are erased too")
-                report = self.store.erasure.erase(joining)
+                erase_memory(self.store, self.index, joining, Caller.function("phone-link"))
             else:
-                report = self.store.erasure.erase(joining, merged_into=owner.user_id)
-            record_access(Caller.function("phone-link"), joining, erasure_counts(report), access="erase")
+                erase_memory(self.store, self.index, joining, Caller.function("phone-link"), owner.user_id)
             self.store.phones.merge_done(owner.phone, joining)
         except StoreError as error:
             logger.warning(

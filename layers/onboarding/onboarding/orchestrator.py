@@ -20,6 +20,7 @@ from onboarding.config import DEFAULT_LIMITS, Limits
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.context import OnboardingAgentContext
 from onboarding.memory.conversations import conversation_start
+from onboarding.memory.recall import not_in_prompt
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, window_candidates
 from onboarding.metrics import count_metric
@@ -105,22 +106,29 @@ class OnboardingAgentOrchestrator:
         loaded: TurnContext,
         message: Message | None = None,
         features: MemoryFeatures = DEFAULT_FEATURES,
+        recalled: Sequence[Message] = (),
     ) -> PreparedTurn:
         """The agent for a turn over `loaded`: the window candidates are the current conversation's
         unsummarized messages; an earlier conversation's unsummarized tail rides with the summary.
         `message`: the stored client message the turn answers (its id and time mark what is saved).
         `features`: without the summary the window is the newest messages and no summary is shown;
-        without the profile it is not shown (what the tools save is still saved)."""
+        without the profile it is not shown (what the tools save is still saved).
+        `recalled`: older messages the index found for the message, most relevant first; those the
+        prompt shows already (window, carried-over lines, the message itself) are left out."""
         messages = loaded.messages
         start = conversation_start(messages, self._clock(), features.conversation_rules(self._limits.conversations))
         # A new conversation after earlier ones (a gap or a reset): the prompt opens with a recap.
         returning = messages[-1].created_at if messages and start == len(messages) else None
         source = AnswerSource(message.message_id or None, message.created_at) if message is not None else None
-        shown = loaded.summary if features.summary else None
-        through = shown.through_message_id if shown else None
+        summarized = loaded.summary if features.summary else None
+        through = summarized.through_message_id if summarized else None
         history = window_candidates(messages, start, through)
-        carried = [f"- {line}" for line in transcript_lines(carried_over(messages, start, through))]
-        summary = ("\n".join([*([shown.text] if shown else []), *carried]) or None) if features.summary else None
+        carried_messages = carried_over(messages, start, through)
+        carried = [f"- {line}" for line in transcript_lines(carried_messages)]
+        shown = {m.message_id for m in (*history, *carried_messages)} | ({message.message_id} if message else set())
+        summary = (
+            ("\n".join([*([summarized.text] if summarized else []), *carried]) or None) if features.summary else None
+        )
         agent = self._create_agent(
             loaded.state.current_agent,
             loaded.state.agent_context,
@@ -133,6 +141,7 @@ class OnboardingAgentOrchestrator:
                 "returning_since": returning,
                 "single_prompt": not features.memory,
                 "show_profile": features.profile,
+                "recalled": not_in_prompt(recalled, shown),
             },
         )
         return PreparedTurn(agent, loaded, start, features)

@@ -25,6 +25,7 @@ from onboarding.config.flags import (
     GAP_FLAG,
     MEMORY_FLAG,
     PROFILE_FLAG,
+    RECALL_FLAG,
     ROLLOUT_KEY,
     SUMMARY_FLAG,
     MemoryFeatures,
@@ -124,6 +125,7 @@ class MemoryFlags:
                 summary=flag(SUMMARY_FLAG, DEFAULT_FEATURES.summary),
                 profile=flag(PROFILE_FLAG, DEFAULT_FEATURES.profile),
                 gap=flag(GAP_FLAG, DEFAULT_FEATURES.gap),
+                recall=flag(RECALL_FLAG, DEFAULT_FEATURES.recall),
             )
         except Exception as error:  # a flag must never fail the turn: the defaults instead
             logger.warning(

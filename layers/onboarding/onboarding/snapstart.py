@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from onboarding.persistence import Repositories
+    from onboarding.recall.recaller import Recaller
     from onboarding.turns import TurnService
 
 logger = Logger(child=True)
@@ -109,9 +110,10 @@ class _Raw:
 class _InProcessAnswers:
     """Answers every request of the clients it is attached to, as an empty table and a scripted model."""
 
-    def __init__(self) -> None:
+    def __init__(self, dimensions: int) -> None:
         self.model_calls = 0
         self.table_calls = 0
+        self._dimensions = dimensions
 
     def __call__(self, request: Any, **_: Any) -> AWSResponse:
         target = request.headers.get("X-Amz-Target") or ""
@@ -119,6 +121,14 @@ class _InProcessAnswers:
         if "converse-stream" in request.url:
             body, content_type = _model_answer(self.model_calls), "application/vnd.amazon.eventstream"
             self.model_calls += 1
+        elif request.url.endswith("/invoke"):  # the embedding model: a unit vector
+            embedding = [1.0] + [0.0] * (self._dimensions - 1)
+            body, content_type = (
+                json.dumps({"embedding": embedding, "inputTextTokenCount": 1}).encode(),
+                "application/json",
+            )
+        elif request.url.endswith("/QueryVectors"):  # the recall index: nothing found
+            body, content_type = json.dumps({"vectors": [], "distanceMetric": "cosine"}).encode(), "application/json"
         else:
             operation = target.rpartition(".")[2]
             answer: dict[str, Any] = {"Items": [], "Count": 0, "ScannedCount": 0} if operation == "Query" else {}
@@ -130,8 +140,8 @@ class _InProcessAnswers:
 
 
 @contextmanager
-def _answered_in_process(clients: Sequence["BaseClient"]) -> Iterator[_InProcessAnswers]:
-    answers = _InProcessAnswers()
+def _answered_in_process(clients: Sequence["BaseClient"], dimensions: int) -> Iterator[_InProcessAnswers]:
+    answers = _InProcessAnswers(dimensions)
     # A `before-send` handler that returns a response stands in for the network (botocore's own
     # hook for this). Registered per service, so it runs ahead of any handler for every service.
     events = [(client, f"before-send.{client.meta.service_model.service_id.hyphenize()}") for client in clients]
@@ -164,12 +174,14 @@ class Primer:
         llm: "BaseChatModel",
         clients: Sequence["BaseClient"],
         also: Callable[[], None] | None = None,
+        recaller: "Recaller | None" = None,
     ) -> None:
         self._settings = settings
         self._store = store
         self._llm = llm
         self._clients = tuple(clients)
         self._also = also  # what else a first call would build (the worker: Twilio's message API)
+        self._recaller = recaller  # the live one's clients are among `clients`, answered in process too
 
     def _offline_service(self) -> "TurnService":
         from onboarding.composition import build_turn_service
@@ -180,14 +192,14 @@ class Primer:
         offline = self._settings.model_copy(
             update={"rate_limit_messages": 0, "feature_flags_application": None, "feature_flags_file": None}
         )
-        return build_turn_service(offline, self._store, self._llm)
+        return build_turn_service(offline, self._store, self._llm, self._recaller)
 
     async def prime(self) -> None:
         """Build what a first call would, answering every request in process. Never raises: a
         snapshot without priming is only slower on its first call."""
         try:
             self._prime_tool_schemas()
-            with _answered_in_process(self._clients) as answers, _metrics_off():
+            with _answered_in_process(self._clients, self._settings.embedding_dimensions) as answers, _metrics_off():
                 service = self._offline_service()
                 for client_id in (None, "snapstart-priming-1"):  # the app's path and the SMS path
                     turn = await service.start_turn(PRIMING_USER, "Hi, my name is Sam", client_id)

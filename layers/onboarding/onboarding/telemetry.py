@@ -42,6 +42,13 @@ class TurnLedger:
     read_units: float = 0.0
     write_units: float = 0.0
     requests: int = 0
+    # Recall (onboarding.recall): how many older messages the index found, how long the embedding and
+    # the query took, how long the turn then still waited for them (they run beside its table
+    # calls), and whether recall failed. None: not tried.
+    recalled: int = 0
+    recall_ms: float | None = None
+    recall_wait_ms: float | None = None
+    recall_failed: bool = False
 
     def token_arrived(self) -> None:
         if self.first_token_s is None:
@@ -117,6 +124,10 @@ def turn_responded(ledger: TurnLedger, outcome: str) -> None:
             "read_units": ledger.read_units,
             "write_units": ledger.write_units,
             "table_requests": ledger.requests,
+            "recalled": ledger.recalled,
+            "recall_ms": None if ledger.recall_ms is None else round(ledger.recall_ms),
+            "recall_wait_ms": None if ledger.recall_wait_ms is None else round(ledger.recall_wait_ms),
+            "recall_failed": ledger.recall_failed,
         },
     )
     _emit_metrics(ledger, outcome, duration_s)
@@ -135,6 +146,8 @@ def _emit_metrics(ledger: TurnLedger, outcome: str, duration_s: float) -> None:
     }
     if ledger.first_token_s is not None:
         values["FirstTokenLatency"] = (MetricUnit.Milliseconds, ledger.first_token_s * 1000)
+    if ledger.recall_wait_ms is not None:
+        values["RecallAddedLatency"] = (MetricUnit.Milliseconds, ledger.recall_wait_ms)
     emit(values, properties={"arm": ledger.arm})
 
 

@@ -1,14 +1,19 @@
-"""Owns one conversation turn: validate → load → prepare → stream → commit → fold.
+"""Owns one conversation turn: validate → load (and recall) → prepare → stream → commit → fold.
 
 `TurnService` is the domain entry point handlers call, and the only caller of persistence during
-a turn: it stores the user's message, loads the turn's context (one Query), lets the orchestrator
-build the agent, streams its reply, commits what the turn produced in one transaction, and folds
-what left the window into the summary, all inside the invocation.
+a turn: it stores the user's message, loads the turn's context (one Query) while the recall index
+is asked for the older messages nearest the new one (one embedding, one query: onboarding.recall),
+lets the orchestrator build the agent, streams its reply, commits what the turn produced in one
+transaction, and folds what left the window into the summary, all inside the invocation.
+`preview` builds the same prompt without storing anything (the inspect tool, the benchmark).
 """
 
 import asyncio
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypeAlias
 
 from aws_lambda_powertools import Logger
 
@@ -32,15 +37,37 @@ from onboarding.model.errors import (
 from onboarding.model.messages import Message
 from onboarding.model.records import TurnContext
 from onboarding.model.text import is_blank, normalized_text
-from onboarding.orchestrator import OnboardingAgentOrchestrator, degraded_context, single_prompt_context
+from onboarding.orchestrator import (
+    OnboardingAgentOrchestrator,
+    PreparedTurn,
+    degraded_context,
+    single_prompt_context,
+)
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import CLIENT_ID_PATTERN
+from onboarding.recall.recaller import NOT_TRIED, Recall, Recaller
 from onboarding.telemetry import TurnLedger, counting, turn_received
 from onboarding.turn import Deadline, Turn, TurnDependencies, TurnResult
 
 logger = Logger(child=True)
 
-__all__ = ["Turn", "TurnResult", "TurnService", "validate_message"]
+__all__ = ["Preview", "Turn", "TurnResult", "TurnService", "validate_message"]
+
+Recalling: TypeAlias = "asyncio.Task[Recall] | None"
+
+
+def _cancel(recalling: Recalling) -> None:
+    """A turn that failed before its prompt was built needs no recall: stop waiting for it."""
+    if recalling is not None:
+        recalling.cancel()
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a turn for a message would send the model now, and what recall found for it."""
+
+    prepared: PreparedTurn
+    recall: Recall
 
 
 def validate_message(message: str, max_bytes: int) -> None:
@@ -68,8 +95,11 @@ class TurnService:
         flags: Callable[[str], MemoryFeatures] = lambda user_id: DEFAULT_FEATURES,
         *,
         store_breaker: CircuitBreaker,
+        recaller: Recaller | None = None,
     ) -> None:
+        """`recaller`: the recall index and its embeddings (None: no recall, as without an index)."""
         self._orchestrator = orchestrator
+        self._recaller = recaller
         self._flags = flags  # the user's memory features (onboarding/rollout.py); never raises
         self._limits = orchestrator.limits
         self._store_breaker = store_breaker
@@ -124,11 +154,19 @@ class TurnService:
         ledger.arm = features.arm
         with counting(ledger):
             if client_message_id is None:
-                loaded = await self._context(user_id, features, caller, None)
-                user_message = await asyncio.to_thread(
-                    store.writes.append_message, user_id, "user", message, rate_limit, since_ms
+                recalling = self._start_recall(user_id, message, features, deadline)
+                try:
+                    loaded = await self._context(user_id, features, caller, None)
+                    user_message = await asyncio.to_thread(
+                        store.writes.append_message, user_id, "user", message, rate_limit, since_ms
+                    )
+                except BaseException:
+                    _cancel(recalling)
+                    raise
+                recall = await self._finish_recall(recalling, user_id, caller, ledger)
+                return self._turn(
+                    user_id, loaded, message, user_message, deadline, since_ms, ledger, features, recall=recall
                 )
-                return self._turn(user_id, loaded, message, user_message, deadline, since_ms, ledger, features)
             if not CLIENT_ID_PATTERN.match(client_message_id):
                 raise InvalidMessageError("a client message id is 1 to 128 letters, digits or _.:-")
             try:
@@ -141,7 +179,13 @@ class TurnService:
                 logger.info("Repeated delivery of an answered message; replaying the stored reply")
                 turn_received(ledger)
                 return Turn.replay(self._deps, claimed, deadline, ledger)
-            loaded = await self._context(user_id, features, caller, claimed.user_message.message_id)
+            recalling = self._start_recall(user_id, message, features, deadline)
+            try:
+                loaded = await self._context(user_id, features, caller, claimed.user_message.message_id)
+            except BaseException:
+                _cancel(recalling)
+                raise
+            recall = await self._finish_recall(recalling, user_id, caller, ledger)
         user_message = claimed.user_message
         return self._turn(
             user_id,
@@ -154,7 +198,52 @@ class TurnService:
             features,
             client_message_id,
             claimed.lease,
+            recall,
         )
+
+    async def preview(
+        self, user_id: str, message: str, caller: Caller, features: MemoryFeatures | None = None
+    ) -> Preview:
+        """What a turn for `message` would send the model now: the same read, recall and agent,
+        with nothing stored (the message is not written, so it is not in its own history). The
+        reads are in the audit trail as `caller`'s. `features`: the memory's parts to preview with
+        (an operator's comparison of arms); the user's flags by default."""
+        if features is None:
+            features = await asyncio.to_thread(self._flags, user_id)
+        ledger = TurnLedger("preview")
+        recalling = self._start_recall(user_id, message, features, Deadline(self._limits.turn_deadline_s))
+        try:
+            loaded = await self._context(user_id, features, caller, None)
+        except BaseException:
+            _cancel(recalling)
+            raise
+        recall = await self._finish_recall(recalling, user_id, caller, ledger)
+        kept = recall if not loaded.degraded else NOT_TRIED
+        return Preview(self._orchestrator.prepare(user_id, loaded, None, features, kept.messages), recall)
+
+    def _start_recall(self, user_id: str, message: str, features: MemoryFeatures, deadline: Deadline) -> Recalling:
+        """The turn's recall, started beside its table calls: one embedding and one index query, cut
+        at RECALL_TIMEOUT_S or what the turn's model phase leaves. None when the turn recalls
+        nothing (no index, the memory or recall flag off)."""
+        if self._recaller is None or not (features.memory and features.recall):
+            return None
+        wait_s = deadline.left(self._limits.store_reserve_s)
+        return asyncio.create_task(self._recaller.recall(user_id, message, wait_s))
+
+    @staticmethod
+    async def _finish_recall(recalling: Recalling, user_id: str, caller: Caller, ledger: TurnLedger) -> Recall:
+        """What the recall found, once the turn's own reads are done: how long the turn still
+        waited for it is the latency recall added. A successful index read is audited."""
+        if recalling is None:
+            return NOT_TRIED
+        started = time.monotonic()
+        recall = await recalling  # never raises (Recaller.recall)
+        ledger.recall_wait_ms = (time.monotonic() - started) * 1000
+        ledger.recall_ms, ledger.recall_failed = recall.elapsed_ms, recall.failed
+        ledger.recalled = len(recall.messages)
+        if not recall.failed:
+            record_access(caller, user_id, {"recalled": len(recall.messages)})
+        return recall
 
     async def _context(
         self, user_id: str, features: MemoryFeatures, caller: Caller, exclude_message_id: str | None
@@ -194,8 +283,11 @@ class TurnService:
         features: MemoryFeatures,
         client_message_id: str | None = None,
         lease: str | None = None,
+        recall: Recall = NOT_TRIED,
     ) -> Turn:
-        prepared = self._orchestrator.prepare(user_id, loaded, user_message, features)
+        # A turn that could not read its memory does not pretend to remember, recalled or not.
+        recalled = () if loaded.degraded else recall.messages
+        prepared = self._orchestrator.prepare(user_id, loaded, user_message, features, recalled)
         fixed_reply = None
         if is_reset_command(message, self._limits.reset_keywords):
             logger.info("Reset requested: a new conversation starts")

@@ -16,6 +16,7 @@ from onboarding.llm.prompt_fitting import FittedPrompt, PromptSection
 from onboarding.llm.prompts import PromptFacts, fit_system_prompt
 from onboarding.llm.tools import build_tools, tool_definitions
 from onboarding.llm.working_copy import WorkingCopy
+from onboarding.memory.recall import recall_lines, recall_section_tokens
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.window import fit_window, message_tokens
 from onboarding.model.errors import MessageOverBudgetError
@@ -85,6 +86,8 @@ class BaseOnboardingAgent(ABC):
         # A model call under way whose usage has not come (Bedrock reports it at the stream's end):
         # our estimate of its input, and of its output so far. A turn cut off mid-reply still spent them.
         self._in_flight: list[int] | None = None
+        # The recalled messages have their own allowance, on top of the system prompt's.
+        self.recall_lines = recall_lines(context.recalled, self.limits.recall_allowance)
 
     def spent(self) -> tuple[int, int, bool]:
         """Input and output tokens of the turn's model calls so far, and whether some are our
@@ -117,6 +120,7 @@ class BaseOnboardingAgent(ABC):
             memory_unavailable=self.context.memory_unavailable,
             returning_since=self.context.returning_since,
             single_prompt=self.context.single_prompt,
+            recalled=self.recall_lines,
         )
 
     def fitted_system_prompt(self, allowance: int | None = None) -> FittedPrompt:
@@ -124,7 +128,10 @@ class BaseOnboardingAgent(ABC):
         allowance (the settings' system allowance unless a smaller one is given): what is kept
         first and what gives way is llm/prompt_memory.py's; what gave way is named in one line,
         with the tools that read it. Deterministic: the same memory gives the same prompt."""
-        most = self.limits.system_allowance if allowance is None else min(allowance, self.limits.system_allowance)
+        # The recalled messages' section is shown whole, on top of the system allowance: its lines
+        # were fitted to its own (RECALL_MAX_TOKENS) in __init__.
+        ceiling = self.limits.system_allowance + recall_section_tokens(self.recall_lines)
+        most = ceiling if allowance is None else min(allowance, ceiling)
         return fit_system_prompt(self.agent_type, self.working.state.agent_context, self._prompt_facts(), most)
 
     def get_system_prompt(self, allowance: int | None = None) -> str:

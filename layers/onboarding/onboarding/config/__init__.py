@@ -13,6 +13,7 @@ from onboarding.config.policies import (
     FoldPolicy,
     PromptLimits,
     RateLimit,
+    RecallPolicy,
     RetryPolicy,
 )
 from onboarding.config.settings import DEFAULT_LIMITS, DEFAULT_MODEL_ID, Limits, Settings
@@ -27,6 +28,7 @@ __all__ = [
     "Limits",
     "PromptLimits",
     "RateLimit",
+    "RecallPolicy",
     "RetryPolicy",
     "Settings",
     "WebhookSettings",

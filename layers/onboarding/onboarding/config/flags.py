@@ -16,6 +16,7 @@ MEMORY_FLAG = "memory"
 SUMMARY_FLAG = "rolling_summary"
 PROFILE_FLAG = "profile"
 GAP_FLAG = "conversation_gap"
+RECALL_FLAG = "recall"
 # The context key a percentage rule's MODULO_RANGE reads: a stable integer from the user id.
 ROLLOUT_KEY = "rollout_bucket"
 # The arm of a turn with every flag on, and of one in single-prompt mode.
@@ -31,12 +32,15 @@ class MemoryFeatures:
         the message only (no tools), and the message and reply are still stored.
     summary: the rolling summary is shown and folded. profile: the profile is shown in the prompt
         (what the tools save is still saved). gap: an idle gap opens a new conversation (a recap).
+    recall: the few most relevant older messages are recalled into the prompt (every message is
+        indexed whatever the flag, so turning it on later finds what was said before).
     """
 
     memory: bool = True
     summary: bool = True
     profile: bool = True
     gap: bool = True
+    recall: bool = True
 
     @property
     def arm(self) -> str:
@@ -44,7 +48,8 @@ class MemoryFeatures:
         or the parts that are off (`no_summary/no_gap`)."""
         if not self.memory:
             return SINGLE_PROMPT_ARM
-        off = [name for name, on in (("summary", self.summary), ("profile", self.profile), ("gap", self.gap)) if not on]
+        parts = (("summary", self.summary), ("profile", self.profile), ("gap", self.gap), ("recall", self.recall))
+        off = [name for name, on in parts if not on]
         return "/".join(f"no_{name}" for name in off) or FULL_ARM
 
     def conversation_rules(self, rules: ConversationRules) -> ConversationRules:
@@ -63,4 +68,5 @@ def default_flags_document() -> dict[str, Any]:
         SUMMARY_FLAG: {"default": DEFAULT_FEATURES.summary},
         PROFILE_FLAG: {"default": DEFAULT_FEATURES.profile},
         GAP_FLAG: {"default": DEFAULT_FEATURES.gap},
+        RECALL_FLAG: {"default": DEFAULT_FEATURES.recall},
     }

@@ -11,17 +11,31 @@ from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS
 @dataclass(frozen=True)
 class PromptLimits:
     """The prompt's token budget (system + window + current message), the system prompt's share of
-    it, the most history messages the window holds, and the tool rounds of one turn."""
+    it, the recalled messages' own share on top of that, the most history messages the window
+    holds, and the tool rounds of one turn."""
 
     token_budget: int
     system_allowance: int
     window_messages: int
     max_tool_rounds: int
+    recall_allowance: int = 0
 
     @property
     def max_message_tokens(self) -> int:
         """The largest current message that always fits, whatever the system prompt holds."""
-        return self.token_budget - self.system_allowance - MESSAGE_OVERHEAD_TOKENS
+        return self.token_budget - self.system_allowance - self.recall_allowance - MESSAGE_OVERHEAD_TOKENS
+
+
+@dataclass(frozen=True)
+class RecallPolicy:
+    """Recall of older messages: the section's tokens at most, the matches asked of the index, the
+    wait for the embedding and the query together, the embedding's size and the text it takes."""
+
+    max_tokens: int
+    top_k: int
+    timeout_s: float
+    dimensions: int
+    max_chars: int
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,12 @@ from onboarding.config.policies import (
     FoldPolicy,
     PromptLimits,
     RateLimit,
+    RecallPolicy,
     RetryPolicy,
 )
 
 DEFAULT_MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+DEFAULT_EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
 TURN_LEASE_MARGIN_S = 5.0  # clock differences between instances (Lambda keeps them within a second or so)
 
 # What the system prompt always shows (docs/decisions/0011, "A prompt that always fits"): our own
@@ -115,6 +117,16 @@ class Limits(_FromEnv):
     # again (a change reaches every instance within this), and how long one fetch may wait.
     feature_flags_max_age_s: int = Field(default=60, ge=1, le=3600)
     feature_flags_timeout_s: float = Field(default=1.0, gt=0, le=10)
+    # Recall of older messages (docs/decisions/0025-recall-of-older-messages.md): the "From earlier
+    # conversations" section's own share of the token budget, how many matches the index is asked
+    # for, and how long the turn waits for the embedding and the index query together.
+    recall_max_tokens: int = Field(default=2_000, ge=0, le=50_000)
+    recall_top_k: int = Field(default=40, ge=1, le=100)
+    recall_timeout_s: float = Field(default=1.0, gt=0, le=10)
+    # Titan Text Embeddings V2's output size (the index is made with the same), and how much text of a
+    # message (with the one it answers) is embedded.
+    embedding_dimensions: int = Field(default=1024)
+    embedding_max_chars: int = Field(default=8_000, ge=100, le=50_000)
 
     ENV_NAMES: ClassVar[dict[str, str]] = {
         "model_max_attempts": "BEDROCK_MAX_ATTEMPTS",
@@ -169,6 +181,11 @@ class Limits(_FromEnv):
         "erased_marker_lifetime_s": "ERASED_MARKER_LIFETIME_S",
         "feature_flags_max_age_s": "FEATURE_FLAGS_MAX_AGE_S",
         "feature_flags_timeout_s": "FEATURE_FLAGS_TIMEOUT_S",
+        "recall_max_tokens": "RECALL_MAX_TOKENS",
+        "recall_top_k": "RECALL_TOP_K",
+        "recall_timeout_s": "RECALL_TIMEOUT_S",
+        "embedding_dimensions": "EMBEDDING_DIMENSIONS",
+        "embedding_max_chars": "EMBEDDING_MAX_CHARS",
     }
 
     @classmethod
@@ -180,9 +197,10 @@ class Limits(_FromEnv):
 
     @model_validator(mode="after")
     def _limits_agree(self) -> Self:
-        # Between folds the whole unsummarized window must fit next to the system prompt...
-        if self.system_prompt_allowance + self.window_max_tokens >= self.token_budget:
-            raise ValueError("TOKEN_BUDGET must exceed SYSTEM_PROMPT_ALLOWANCE + WINDOW_MAX_TOKENS")
+        # Between folds the whole unsummarized window must fit next to the system prompt and the
+        # recalled messages...
+        if self.system_prompt_allowance + self.recall_max_tokens + self.window_max_tokens >= self.token_budget:
+            raise ValueError("TOKEN_BUDGET must exceed SYSTEM_PROMPT_ALLOWANCE + RECALL_MAX_TOKENS + WINDOW_MAX_TOKENS")
         # ... and what the system prompt always shows must fit its allowance, or a user with a rich
         # memory would be refused every message (the rest of the memory gives way: decision 0011).
         if (kept := kept_prompt_tokens(self.profile_value_chars)) > self.system_prompt_allowance:
@@ -190,6 +208,8 @@ class Limits(_FromEnv):
                 f"SYSTEM_PROMPT_ALLOWANCE must hold the instructions and the current step's answers at "
                 f"PROFILE_VALUE_CHARS={self.profile_value_chars}: at least {kept} tokens"
             )
+        if self.embedding_dimensions not in (256, 512, 1024):
+            raise ValueError("EMBEDDING_DIMENSIONS is one of Titan Text Embeddings V2's sizes: 256, 512 or 1024")
         # ... and the turn's Query must reach back over all of it, or the messages beyond the read
         # would be in neither the prompt nor the summary.
         if self.window_max_messages > self.history_load_limit:
@@ -222,6 +242,7 @@ class Limits(_FromEnv):
         return PromptLimits(
             token_budget=self.token_budget,
             system_allowance=self.system_prompt_allowance,
+            recall_allowance=self.recall_max_tokens,
             window_messages=self.window_max_messages,
             max_tool_rounds=self.max_tool_rounds,
         )
@@ -275,6 +296,16 @@ class Limits(_FromEnv):
         return RateLimit(self.link_failures_per_window, self.link_failure_window_s)
 
     @property
+    def recall(self) -> RecallPolicy:
+        return RecallPolicy(
+            max_tokens=self.recall_max_tokens,
+            top_k=self.recall_top_k,
+            timeout_s=self.recall_timeout_s,
+            dimensions=self.embedding_dimensions,
+            max_chars=self.embedding_max_chars,
+        )
+
+    @property
     def conversations(self) -> ConversationRules:
         return ConversationRules(self.conversation_gap_s, self.reset_keywords)
 
@@ -299,11 +330,17 @@ class Settings(Limits):
     feature_flags_environment: str | None = None
     feature_flags_profile: str | None = None
     feature_flags_file: str | None = None
+    # The recall index (an S3 Vectors index, by ARN) and the embedding model. Without an index the
+    # turns recall nothing (the feature is off, as before it existed).
+    recall_index_arn: str | None = None
+    embedding_model_id: str = DEFAULT_EMBEDDING_MODEL_ID
 
     ENV_NAMES: ClassVar[dict[str, str]] = {
         **Limits.ENV_NAMES,
         "table_name": "TABLE_NAME",
         "model_id": "BEDROCK_MODEL_ID",
+        "recall_index_arn": "RECALL_INDEX_ARN",
+        "embedding_model_id": "EMBEDDING_MODEL_ID",
         "feature_flags_application": "FEATURE_FLAGS_APPLICATION",
         "feature_flags_environment": "FEATURE_FLAGS_ENVIRONMENT",
         "feature_flags_profile": "FEATURE_FLAGS_PROFILE",

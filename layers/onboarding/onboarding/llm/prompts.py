@@ -14,6 +14,7 @@ from typing import Any
 from onboarding.llm.prompt_fitting import FittedPrompt, PromptPart, PromptSection
 from onboarding.llm.prompt_fitting import fit_system_prompt as fit_parts
 from onboarding.llm.prompt_memory import answers_section, left_out_note, profile_section, summary_section
+from onboarding.memory.recall import RECALL_HEADER
 from onboarding.model.answers import step_answers
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType
 
@@ -160,6 +161,8 @@ class PromptFacts:
     single_prompt: bool = False  # memory switched off for this user (a rollout arm), not a fault
     # Set when this message opens a new conversation after earlier ones: when they last talked.
     returning_since: datetime | None = None
+    # Older messages recalled for this message (onboarding.memory.recall's lines, within their allowance).
+    recalled: Sequence[str] = ()
 
 
 MEMORY_UNAVAILABLE_RULE = (
@@ -220,6 +223,10 @@ def system_prompt_parts(
     parts.append(answers_section(step, agent_context, memory.skipped, memory.onboarding_complete))
     parts.append(profile_section(memory.profile_lines))
     parts.append(summary_section(memory.summary))
+    if memory.recalled:  # whole: its lines were fitted to its own allowance (memory.recall)
+        parts.append(
+            PromptSection("recall", "From earlier conversations", "\n".join([RECALL_HEADER, *memory.recalled]))
+        )
     if memory.waiting_for and not memory.onboarding_complete:
         waiting = (
             f"Waiting for: {memory.waiting_for}\n"

@@ -97,3 +97,13 @@ class CoachUnavailableError(ModelUnavailableError):
             "please try again in a minute."
         )
         self.retry_after_s = retry_after_s
+
+
+class RecallUnavailableError(Exception):
+    """The recall index could not be read or written (after botocore's own tries). A turn goes on
+    without the recalled messages; the indexer reports the record as failed, to be retried."""
+
+    @property
+    def reason(self) -> str:
+        """What failed, as a log token (as `StoreError.reason`)."""
+        return StoreError.reason.fget(self)  # type: ignore[attr-defined, no-any-return]

@@ -140,6 +140,9 @@ class ErasureReport:
     # Kept, not deleted: LIMIT# counters hold only how many messages were sent in a window and
     # expire within the hour; erasing them would let an erase reset the rate limit.
     kept_rate_counters: int = 0
+    # The ids of the messages erased, so that what was made of them elsewhere (their vectors in the
+    # recall index) goes too. Not a count: not in `total`, nor in comparing two reports.
+    message_ids: tuple[str, ...] = field(default=(), compare=False)
 
     def plus(self, other: "ErasureReport") -> "ErasureReport":
         """Both erases counted together (an erase that took a pending merge's SMS-only user along)."""

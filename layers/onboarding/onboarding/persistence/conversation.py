@@ -136,6 +136,24 @@ class ConversationRepository:
         now = self._clock()
         return tuple(m for item in items if (m := parse_message(item, now)) is not None)
 
+    def message_before(self, user_id: str, message_id: str, look_back: int = 6) -> Message | None:
+        """The last user or coach message with text before `message_id` (tool calls and results
+        skipped, up to `look_back` messages back): what a message answers, for the recall index."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :first AND :before",
+            "ExpressionAttributeValues": {
+                ":pk": partition(user_id),
+                ":first": {"S": MESSAGE_PREFIX},
+                ":before": {"S": message_sort_key(message_id)},
+            },
+            "ScanIndexForward": False,
+        }
+        items, _ = self._paged(request, look_back + 1)
+        now = self._clock()
+        earlier = (m for item in items if (m := parse_message(item, now)) is not None and m.message_id != message_id)
+        return next((m for m in earlier if m.role != "tool" and m.content.strip()), None)
+
     def _query_newest(
         self,
         user_id: str,

@@ -18,6 +18,7 @@ from onboarding.persistence.keys import (
     RATE_PREFIX,
     erased_key,
     link_key,
+    message_id_of,
     stored_phone_key,
 )
 from onboarding.persistence.partitions import batch_write, partition_items
@@ -100,6 +101,7 @@ class Eraser:
             link_codes=link_codes,
             other_items=sum(not sk.startswith(known) and sk not in HEAD_ITEMS for sk in sort_keys),
             kept_rate_counters=count(RATE_PREFIX),
+            message_ids=tuple(message_id_of(sk) for sk in sort_keys if sk.startswith(MESSAGE_PREFIX)),
         )
         return report, pending
 

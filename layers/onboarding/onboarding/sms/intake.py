@@ -8,14 +8,16 @@ from datetime import UTC, datetime
 
 from aws_lambda_powertools import Logger
 
-from onboarding.audit import Caller, erasure_counts, record_access
+from onboarding.audit import Caller
 from onboarding.config import Limits
+from onboarding.erasing import erase_memory
 from onboarding.linking import PhoneLinking
 from onboarding.model.records import PhoneOwner
 from onboarding.model.text import is_blank
 from onboarding.model.users import new_sms_user_id
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import normalize_link_code
+from onboarding.recall.vectors import VectorIndex
 from onboarding.sms.messages import InboundSms, OptOut, SmsTurnRequest
 from onboarding.sms.queue import TurnQueue
 
@@ -79,12 +81,15 @@ class SmsIntake:
         limits: Limits,
         new_user_id: Callable[[], str] = new_sms_user_id,
         clock: Callable[[], float] = time.time,
+        index: VectorIndex | None = None,
     ) -> None:
+        """`index`: the recall index, whose vectors of an erased user go with them."""
         self._store = store
         self._phones = store.phones
         self._queue = queue
         self._limits = limits
-        self._linking = PhoneLinking(store, limits)
+        self._index = index
+        self._linking = PhoneLinking(store, limits, index)
         self._new_user_id = new_user_id
         self._clock = clock
 
@@ -164,7 +169,6 @@ class SmsIntake:
             return None
         if owner.erase_requested_until is None or owner.erase_requested_until < now:
             return ERASE_NOT_ASKED
-        report = self._store.erasure.erase(owner.user_id)
-        record_access(Caller.function("sms:erase-by-text"), owner.user_id, erasure_counts(report), access="erase")
+        report = erase_memory(self._store, self._index, owner.user_id, Caller.function("sms:erase-by-text"))
         logger.info("Erased by text", extra={"erased_items": report.total})
         return ERASE_DONE.format(messages=report.messages, saved=report.state_items, phones=report.phone_numbers)

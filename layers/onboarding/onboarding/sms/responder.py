@@ -9,6 +9,7 @@ from onboarding.metrics import count_metric
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, UserErasedError
 from onboarding.model.records import PhoneOwner
 from onboarding.persistence import Repositories
+from onboarding.recall.vectors import VectorIndex
 from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.sender import RecipientOptedOutError, SmsSender, UndeliverableError
 from onboarding.sms.split import split_message
@@ -25,10 +26,14 @@ SLOW_DOWN = "You're texting faster than I can keep up. Give me a minute, then se
 
 
 class SmsResponder:
-    def __init__(self, service: TurnService, store: Repositories, sender: SmsSender) -> None:
+    def __init__(
+        self, service: TurnService, store: Repositories, sender: SmsSender, index: VectorIndex | None = None
+    ) -> None:
+        """`index`: the recall index (a pending merge's erase deletes the phone user's vectors)."""
         self._service = service
         self._store = store
         self._sender = sender
+        self._index = index
 
     async def respond(self, request: SmsTurnRequest) -> int:
         """Answer one queued text; returns how many SMS parts were sent.
@@ -53,7 +58,9 @@ class SmsResponder:
                 logger.info("Text received before its user's data was erased; not answered")
                 return 0
             if owner is not None and owner.merge_from is not None:
-                await asyncio.to_thread(PhoneLinking(self._store, self._service.limits).finish_merge, owner)
+                await asyncio.to_thread(
+                    PhoneLinking(self._store, self._service.limits, self._index).finish_merge, owner
+                )
             try:
                 return await self._answer(request, user_id)
             except UserErasedError:

@@ -1,0 +1,42 @@
+"""Recall indexer: keeps the recall index in step with the conversation table, off the hot path.
+
+Thin by design: Lambda's DynamoDB stream event source mapping hands over the table's changes (the
+template's filter passes only message items); each record becomes a `MessageChange` for the
+domain's `MessageIndexer`, which indexes a new message or deletes a removed one's vector. Failures
+are reported per record (Powertools Batch), so only they are retried, in order per user.
+"""
+
+import time
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from onboarding.composition import build_indexer
+from onboarding.config import Settings
+from onboarding.persistence.stream import message_change
+from onboarding.recall.indexer import MessageIndexer
+
+logger = Logger()
+
+
+def make_handler(indexer: MessageIndexer) -> Any:
+    """The Lambda handler (tests pass their own indexer)."""
+
+    def apply(record: DynamoDBRecord) -> None:
+        change = message_change(record.raw_event, time.time())
+        if change is not None:
+            indexer.apply(change)
+
+    @logger.inject_lambda_context
+    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+        processor.raise_on_entire_batch_failure = False  # every record failing is a partial failure too
+        return dict(process_partial_response(event=event, record_handler=apply, processor=processor, context=context))
+
+    return handler
+
+
+lambda_handler = make_handler(build_indexer(Settings.from_env()))

@@ -1,0 +1,85 @@
+"""Owns a turn's recall: one embedding of the client's message and one query of the index, within a
+time bound, never failing the turn.
+
+When either call fails or the bound passes, the turn goes on without the section: a warning with
+the reason (a token), the `RecallFailed` metric, and the turn's ledger says so. The bound is the
+smaller of `RECALL_TIMEOUT_S` and what the turn's deadline leaves; the clients' own timeouts are
+set from the same setting (onboarding.composition), so a call cut here does not run on for long.
+"""
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aws_lambda_powertools import Logger
+
+from onboarding.config import RecallPolicy
+from onboarding.metrics import count_metric
+from onboarding.model.errors import RecallUnavailableError
+from onboarding.model.messages import Message
+from onboarding.recall.vectors import VectorIndex
+
+logger = Logger(child=True)
+
+
+class Embedder(Protocol):
+    """What embeds text: LangChain's `Embeddings` (BedrockEmbeddings, onboarding.llm.embeddings)."""
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What a turn recalled (nearest first), whether recall failed, and how long it took."""
+
+    messages: tuple[Message, ...] = ()
+    failed: bool = False
+    elapsed_ms: float | None = None  # None: not tried (the flag off, or no index configured)
+
+
+NOT_TRIED = Recall()
+
+
+def failure_reason(error: BaseException) -> str:
+    """A log token for why recall failed: the kind, and the service's error code when it answered."""
+    if isinstance(error, RecallUnavailableError):
+        return error.reason
+    response: Any = getattr(error, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return f"{type(error).__name__}:{code}" if code else type(error).__name__
+
+
+class Recaller:
+    def __init__(self, embeddings: Embedder, index: VectorIndex, policy: RecallPolicy) -> None:
+        self._embeddings = embeddings
+        self._index = index
+        self._policy = policy
+
+    @property
+    def policy(self) -> RecallPolicy:
+        return self._policy
+
+    @property
+    def clients(self) -> list[Any]:
+        """The botocore clients it calls through (SnapStart primes and renews them)."""
+        client = getattr(self._embeddings, "client", None)
+        return [c for c in (client, self._index.client) if c is not None]
+
+    async def recall(self, user_id: str, text: str, wait_s: float) -> Recall:
+        """The user's older messages nearest `text`, or a failed Recall. Never raises."""
+        started = time.monotonic()
+        query = " ".join(text.split())[: self._policy.max_chars]
+        try:
+            if not query or wait_s <= 0:
+                raise TimeoutError("no time or no text to recall with")
+            async with asyncio.timeout(min(self._policy.timeout_s, wait_s)):
+                vector = await asyncio.to_thread(self._embeddings.embed_query, query)
+                found = await asyncio.to_thread(self._index.query, user_id, vector, self._policy.top_k)
+        except Exception as error:  # recall is an extra: the turn never fails because of it
+            logger.warning("Recall failed; the turn goes on without it", extra={"reason": failure_reason(error)})
+            count_metric("RecallFailed")
+            return Recall(failed=True, elapsed_ms=(time.monotonic() - started) * 1000)
+        return Recall(found, elapsed_ms=(time.monotonic() - started) * 1000)

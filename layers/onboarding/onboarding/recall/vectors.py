@@ -1,0 +1,84 @@
+"""Owns the recall index: an Amazon S3 Vectors index, one vector per message, read one user at a time.
+
+The only code that speaks S3 Vectors. Every query is filtered to one user (the index's filterable
+`user` key; an index in ENHANCED mode applies the filter before the search, so a user's few vectors
+are found among everyone's). Writes and deletes go in batches of the service's 500. Every botocore
+failure, an answer or none, becomes `RecallUnavailableError`.
+"""
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from onboarding.model.errors import RecallUnavailableError
+from onboarding.model.messages import Message
+from onboarding.recall.indexing import USER_KEY, metadata, recalled_message, vector_key
+
+BATCH = 500  # vectors per PutVectors or DeleteVectors request (the service's maximum)
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """A message of `user_id` and its embedding, ready to be written."""
+
+    user_id: str
+    message: Message
+    vector: Sequence[float]
+
+
+@contextmanager
+def _index_call(what: str) -> Iterator[None]:
+    try:
+        yield
+    except (ClientError, BotoCoreError) as error:
+        raise RecallUnavailableError(what) from error
+
+
+class VectorIndex:
+    """The index at `index_arn`, through an `s3vectors` client (made by onboarding.composition)."""
+
+    def __init__(self, client: Any, index_arn: str, max_chars: int) -> None:
+        self._client = client
+        self._index_arn = index_arn
+        self._max_chars = max_chars
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    def put(self, entries: Sequence[IndexEntry]) -> None:
+        for start in range(0, len(entries), BATCH):
+            vectors = [
+                {
+                    "key": vector_key(entry.user_id, entry.message.message_id),
+                    "data": {"float32": [float(value) for value in entry.vector]},
+                    "metadata": metadata(entry.user_id, entry.message, self._max_chars),
+                }
+                for entry in entries[start : start + BATCH]
+            ]
+            with _index_call("could not write to the recall index"):
+                self._client.put_vectors(indexArn=self._index_arn, vectors=vectors)
+
+    def delete(self, user_id: str, message_ids: Sequence[str]) -> int:
+        """Delete the vectors of these messages (absent ones are no error); how many were asked."""
+        keys = [vector_key(user_id, message_id) for message_id in message_ids]
+        for start in range(0, len(keys), BATCH):
+            with _index_call("could not delete from the recall index"):
+                self._client.delete_vectors(indexArn=self._index_arn, keys=keys[start : start + BATCH])
+        return len(keys)
+
+    def query(self, user_id: str, vector: Sequence[float], top_k: int) -> tuple[Message, ...]:
+        """The user's `top_k` messages nearest `vector`, nearest first."""
+        with _index_call("could not query the recall index"):
+            answer = self._client.query_vectors(
+                indexArn=self._index_arn,
+                topK=top_k,
+                queryVector={"float32": [float(value) for value in vector]},
+                filter={USER_KEY: user_id},
+                returnMetadata=True,
+            )
+        found = (recalled_message(str(v.get("key", "")), v.get("metadata") or {}) for v in answer.get("vectors", []))
+        return tuple(message for message in found if message is not None)

@@ -1,0 +1,345 @@
+"""Recall of older messages, through the product's own composition root: the indexer (as the stream
+hands it changes), a turn's one embedding and one query (the emulator's Titan and the S3 Vectors
+stand-in), the "From earlier conversations" section within its own allowance, and every way recall
+can fail leaving the turn to go on without it."""
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+
+from infra.bedrock_emulator import BedrockEmulator
+from infra.local.s3vectors import S3VectorsStandIn
+from onboarding.audit import Caller
+from onboarding.composition import build_account, build_indexer, build_turn_service, build_vector_index
+from onboarding.config import Settings
+from onboarding.config.flags import MemoryFeatures
+from onboarding.memory.recall import RECALL_HEADER, recall_lines
+from onboarding.model.messages import Message
+from onboarding.model.records import ConversationSummary, TurnContext
+from onboarding.orchestrator import OnboardingAgentOrchestrator
+from onboarding.persistence import Repositories
+from onboarding.persistence.stream import MessageChange, message_change
+from onboarding.recall.indexing import embedded_text, metadata, recalled_message, vector_key
+from onboarding.turns import TurnService
+from tests.unit.conftest import TABLE
+
+pytestmark = pytest.mark.unit
+DAY = 24 * 3600
+EARLIER = [
+    ("user", "By the way, my dog is called Biscuit and he loves the river"),
+    ("assistant", "Biscuit sounds like great company on walks!"),
+    ("user", "I hurt my left knee skiing in March"),
+    ("assistant", "Sorry to hear that; we'll keep the knee in mind."),
+]
+
+
+def stored_earlier(dynamodb: Any, settings: Settings, user: str, days_ago: float = 3) -> list[Message]:
+    """The EARLIER exchange, said `days_ago`, and a summary that covers it (so nothing of it is in
+    the next prompt unless recall brings it)."""
+    then = time.time() - days_ago * DAY
+    old = Repositories.over(dynamodb, TABLE, settings, clock=lambda: then)
+    messages = [old.writes.append_message(user, role, text) for role, text in EARLIER]  # type: ignore[arg-type]
+    old.writes.save_summary(user, ConversationSummary("- Client said: hello", messages[-1].message_id))
+    return messages
+
+
+def index_stored(settings: Settings, store: Repositories, user: str) -> None:
+    """What the stream would hand the indexer: every stored message, added."""
+    indexer = build_indexer(settings)
+    for message in store.conversations.load_turn(user, 50).messages:
+        indexer.apply(MessageChange(user, message.message_id, message))
+
+
+def logged(caplog: pytest.LogCaptureFixture, message: str) -> list[dict[str, Any]]:
+    """The fields of each log line with this message (what its JSON line carries)."""
+    return [vars(r) for r in caplog.records if r.getMessage() == message]
+
+
+def system_of(emulator: BedrockEmulator, since: int) -> str:
+    return emulator.requests[since].system_text
+
+
+async def turn(service: TurnService, user: str, text: str) -> str:
+    return (await (await service.start_turn(user, text)).collect()).reply
+
+
+@pytest.fixture
+def recalling(recall_settings: Settings, store: Repositories, llm: BaseChatModel) -> TurnService:
+    return build_turn_service(recall_settings, store, llm)
+
+
+# --- what a message becomes in the index -------------------------------------------------------
+
+
+def test_a_message_is_embedded_with_what_it_answers_and_recalled_from_its_metadata() -> None:
+    said = Message(
+        "assistant", "Twice a week,  at 7 am", "0001795000000000-0a1b2c3d4e5f", datetime(2026, 5, 1, tzinfo=UTC)
+    )
+    asked = Message("user", "How often do I train?")
+    assert embedded_text(said, asked, 1000) == "How often do I train? Twice a week, at 7 am"
+    assert embedded_text(said, asked, 22) == "Twice a week, at 7 am"  # its own text first
+    key = vector_key("sms-1#x", said.message_id)
+    assert recalled_message(key, metadata("sms-1#x", said, 1000)) == said  # the user id may hold '#'
+    assert recalled_message(key, {"text": "x", "role": "tool", "at": ""}) is None
+
+
+def test_the_section_holds_what_fits_its_allowance_in_the_order_it_was_said() -> None:
+    def message(n: int, text: str) -> Message:
+        return Message("user", text, f"{n:013d}-000000000000", datetime(2026, 1, n, tzinfo=UTC))
+
+    ranked = [message(3, "third " * 10), message(1, "first"), message(2, "second " * 400)]
+    lines = recall_lines(ranked, 200)
+    assert lines == ["- 2026-01-01 Client: first", "- 2026-01-03 Client: " + " ".join(["third"] * 10)]
+    assert recall_lines(ranked, 10) == []  # not even the header fits
+
+
+# --- a turn's recall ----------------------------------------------------------------------------
+
+
+async def test_a_turn_recalls_what_was_said_days_ago_into_its_own_section(
+    dynamodb: Any, recall_settings: Settings, store: Repositories, recalling: TurnService,
+    emulator: BedrockEmulator, vector_index: S3VectorsStandIn, caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    stored_earlier(dynamodb, recall_settings, "u")
+    index_stored(recall_settings, store, "u")
+    before = len(emulator.requests)
+    await turn(recalling, "u", "What is my dog called again?")
+    system = system_of(emulator, before)
+    section = system[system.index(RECALL_HEADER) :].split("\n\n")[0]
+    assert "Client: By the way, my dog is called Biscuit" in section
+    assert section.index("Biscuit and he loves") < section.index("knee") if "knee" in section else True
+    assert vector_index.queries == 1
+    responded = logged(caplog, "turn_responded")[-1]
+    assert responded["recalled"] >= 1
+    assert responded["recall_failed"] is False
+    assert 0 <= responded["recall_wait_ms"] <= responded["recall_ms"] + 5
+    audit = [a for a in logged(caplog, "Context access") if "what_recalled" in a]
+    assert [(a["who"], a["whose"], a["what_recalled"]) for a in audit] == [
+        ("function:local", "u", responded["recalled"])
+    ]
+
+
+async def test_what_the_window_shows_already_is_not_recalled_again(
+    recall_settings: Settings, store: Repositories, recalling: TurnService, emulator: BedrockEmulator
+) -> None:
+    await turn(recalling, "u", "My dog is called Biscuit")
+    index_stored(recall_settings, store, "u")
+    before = len(emulator.requests)
+    await turn(recalling, "u", "What is my dog called?")
+    assert RECALL_HEADER not in system_of(emulator, before)  # Biscuit is in the window
+
+
+async def test_the_section_has_its_own_allowance_inside_the_budget(
+    dynamodb: Any, recall_settings: Settings, store: Repositories, llm: BaseChatModel, emulator: BedrockEmulator
+) -> None:
+    stored_earlier(dynamodb, recall_settings, "u")
+    index_stored(recall_settings, store, "u")
+    asked, caller = "my dog and my knee", Caller.command("test")
+    without = build_turn_service(recall_settings, store, llm)
+    without._flags = lambda user: MemoryFeatures(recall=False)
+    bare = (await without.preview("u", asked, caller)).prepared.agent.prompt_plan(asked)
+    assert "Client said: hello" in bare.system
+    # The system prompt's allowance just holds it, summary included; the section comes on top.
+    tight = recall_settings.model_copy(
+        update={"recall_max_tokens": 80, "system_prompt_allowance": bare.system_tokens, "token_budget": 12_000}
+    )
+    agent = (await build_turn_service(tight, store, llm).preview("u", asked, caller)).prepared.agent
+    plan = agent.prompt_plan(asked)
+    assert len(agent.recall_lines) == 1  # several match; one fits 80 tokens with the header
+    assert RECALL_HEADER in plan.system
+    assert "Client said: hello" in plan.system  # the summary is not cut to make room for it
+    assert plan.total_tokens <= plan.budget
+
+
+async def test_the_orchestrator_leaves_out_the_window_the_carried_lines_and_the_message(
+    orchestrator: OnboardingAgentOrchestrator,
+) -> None:
+    def said(n: int, text: str, role: str = "user") -> Message:
+        return Message(role, text, f"{1795000000000 + n:013d}-00000000000{n}", datetime.now(UTC))  # type: ignore[arg-type]
+
+    window, current, older = said(1, "in the window"), said(2, "the message"), said(3, "long ago")
+    prepared = orchestrator.prepare("u", TurnContext(messages=(window,)), current, recalled=(window, current, older))
+    assert [m.content for m in prepared.agent.context.recalled] == ["long ago"]
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("index", "RecallUnavailableError:ServiceUnavailableException"),
+        ("embedding", "ServiceUnavailableException"),
+        ("slow index", "TimeoutError"),
+        ("slow embedding and index", "TimeoutError"),  # each within its client's timeout, not together
+    ],
+)
+async def test_a_failed_recall_leaves_the_turn_to_go_on_without_it(
+    dynamodb: Any, recall_settings: Settings, store: Repositories, llm: BaseChatModel, emulator: BedrockEmulator,
+    vector_index: S3VectorsStandIn, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
+    fault: str, reason: str,
+) -> None:  # fmt: skip
+    settings = recall_settings.model_copy(update={"recall_timeout_s": 0.3})
+    stored_earlier(dynamodb, settings, "u")
+    index_stored(settings, store, "u")
+    if fault == "index":
+        vector_index.fail_next(1)
+    elif fault == "embedding":
+        emulator.fail_embeddings(1)
+    elif fault == "slow index":
+        vector_index.delay_s = 1.0
+    else:
+        emulator.embedding_delay_s, vector_index.delay_s = 0.2, 0.2
+    capsys.readouterr()
+    before = len(emulator.requests)
+    started = time.monotonic()
+    reply = await turn(build_turn_service(settings, store, llm), "u", "What is my dog called?")
+    assert reply
+    assert RECALL_HEADER not in system_of(emulator, before)
+    (warned,) = logged(caplog, "Recall failed; the turn goes on without it")
+    assert str(warned["reason"]).endswith(reason.rpartition(":")[2])
+    responded = logged(caplog, "turn_responded")[-1]
+    assert (responded["recall_failed"], responded["outcome"]) == (True, "completed")
+    assert '"RecallFailed"' in capsys.readouterr().out
+    if fault.startswith("slow"):
+        assert responded["recall_ms"] < 380  # cut at RECALL_TIMEOUT_S (0.3 s)
+        assert time.monotonic() - started < 1.0 + 2.0
+
+
+async def test_without_the_recall_flag_no_embedding_and_no_query(
+    dynamodb: Any, recall_settings: Settings, store: Repositories, llm: BaseChatModel,
+    emulator: BedrockEmulator, vector_index: S3VectorsStandIn,
+) -> None:  # fmt: skip
+    stored_earlier(dynamodb, recall_settings, "u")
+    index_stored(recall_settings, store, "u")
+    embedded = emulator.embeddings
+    service = build_turn_service(recall_settings, store, llm)
+    service._flags = lambda user: MemoryFeatures(recall=False)  # the flag, as rollout.MemoryFlags gives it
+    await turn(service, "u", "What is my dog called?")
+    assert (emulator.embeddings, vector_index.queries) == (embedded, 0)
+
+
+async def test_a_turn_that_could_not_read_its_memory_shows_no_recalled_messages(
+    dynamodb: Any, recall_settings: Settings, store: Repositories, recalling: TurnService, emulator: BedrockEmulator
+) -> None:
+    stored_earlier(dynamodb, recall_settings, "u")
+    index_stored(recall_settings, store, "u")
+    before = len(emulator.requests)
+    dynamodb.meta.events.register("before-call.dynamodb.Query", _refuse)
+    try:
+        await turn(recalling, "u", "What is my dog called?")
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb.Query", _refuse)
+    assert RECALL_HEADER not in system_of(emulator, before)
+
+
+def _refuse(**_: Any) -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    raise EndpointConnectionError(endpoint_url="http://table")
+
+
+# --- the indexer, erase and the stream's records -------------------------------------------------
+
+
+def test_the_indexer_indexes_what_was_said_and_forgets_what_was_removed(
+    recall_settings: Settings, store: Repositories, vector_index: S3VectorsStandIn
+) -> None:
+    question = store.writes.append_message("u", "user", "How often should I train?")
+    answer = store.writes.append_message("u", "assistant", "Three times a week.")
+    tool = store.writes.append_message("u", "tool", '{"saved": true}')
+    indexer = build_indexer(recall_settings)
+    assert [indexer.apply(MessageChange("u", m.message_id, m)) for m in (question, answer, tool)] == [
+        "indexed", "indexed", "skipped",
+    ]  # fmt: skip
+    vectors = vector_index.buckets["recall-test"]["messages"].vectors
+    assert set(vectors) == {vector_key("u", question.message_id), vector_key("u", answer.message_id)}
+    assert vectors[vector_key("u", answer.message_id)][1]["text"] == "Three times a week."
+    assert indexer.apply(MessageChange("u", answer.message_id)) == "removed"
+    assert set(vectors) == {vector_key("u", question.message_id)}
+
+
+def test_a_stream_record_is_a_message_change_or_nothing() -> None:
+    keys = {"pk": {"S": "USER#u"}, "sk": {"S": "MSG#1795000000000#0a1b2c3d4e5f"}}
+    image = {**keys, "role": {"S": "user"}, "content": {"S": "hi"}, "created_at": {"S": "2026-11-26T00:00:00+00:00"}}
+    added = message_change({"eventName": "INSERT", "dynamodb": {"Keys": keys, "NewImage": image}}, time.time())
+    assert added is not None and added.message is not None and added.message.content == "hi"  # noqa: PT018
+    removed = message_change({"eventName": "REMOVE", "dynamodb": {"Keys": keys}}, time.time())
+    assert removed == MessageChange("u", "1795000000000-0a1b2c3d4e5f")
+    assert message_change({"eventName": "INSERT", "dynamodb": {"Keys": {**keys, "sk": {"S": "~STATE"}}}}, 0) is None
+    assert message_change({"eventName": "REMOVE", "dynamodb": {"Keys": {**keys, "sk": {"S": "MSG#bad"}}}}, 0) is None
+
+
+def test_the_indexer_function_reports_only_the_records_that_failed(
+    recall_settings: Settings, store: Repositories, emulator: BedrockEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The module builds its indexer from the environment when imported, as in Lambda.
+    monkeypatch.setenv("RECALL_INDEX_ARN", str(recall_settings.recall_index_arn))
+    monkeypatch.setenv("EMBEDDING_DIMENSIONS", str(recall_settings.embedding_dimensions))
+    from functions.recall_indexer.app import make_handler
+
+    first = store.writes.append_message("u", "user", "first")
+    second = store.writes.append_message("u", "user", "second")
+
+    def record(message: Message, number: str) -> dict[str, Any]:
+        keys = {"pk": {"S": "USER#u"}, "sk": {"S": "MSG#" + message.message_id.replace("-", "#")}}
+        image = {**keys, "role": {"S": "user"}, "content": {"S": message.content},
+                 "created_at": {"S": message.created_at.isoformat() if message.created_at else ""}}  # fmt: skip
+        return {"eventName": "INSERT", "eventSource": "aws:dynamodb",
+                "dynamodb": {"Keys": keys, "NewImage": image, "SequenceNumber": number}}  # fmt: skip
+
+    emulator.fail_embeddings(3)  # the first record's embedding fails, all of its 3 tries
+    handler = make_handler(build_indexer(recall_settings))
+    answer = handler({"Records": [record(first, "1"), record(second, "2")]}, _Context())
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "1"}]}
+
+
+class _Context:
+    function_name, memory_limit_in_mb, aws_request_id = "RecallIndexerFunction", 512, "r"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:RecallIndexerFunction"
+
+
+async def test_an_erase_takes_the_user_s_vectors_too(
+    dynamodb: Any, recall_settings: Settings, store: Repositories, vector_index: S3VectorsStandIn,
+    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    stored_earlier(dynamodb, recall_settings, "u")
+    stored_earlier(dynamodb, recall_settings, "other")
+    index_stored(recall_settings, store, "u")
+    index_stored(recall_settings, store, "other")
+    vectors = vector_index.buckets["recall-test"]["messages"].vectors
+    report = await build_account(recall_settings, store).erase("u")
+    assert report.messages == 4
+    assert {key.rpartition("#")[0] for key in vectors} == {"other"}
+    erased = [line for line in logged(caplog, "Context access") if line.get("access") == "erase"]
+    assert [line["what_vectors"] for line in erased] == [4]
+    vector_index.fail_next(3)  # no answer in all 3 tries: the erase stands, the stream deletes them later
+    capsys.readouterr()
+    assert (await build_account(recall_settings, store).erase("other")).messages == 4
+    assert '"RecallForgetFailed"' in capsys.readouterr().out
+
+
+def test_no_index_configured_means_no_recall_and_nothing_to_forget(settings: Settings) -> None:
+    assert build_vector_index(settings) is None
+    with pytest.raises(ValueError, match="RECALL_INDEX_ARN"):
+        build_indexer(settings)
+
+
+def test_the_recall_lines_are_json_free_of_tool_calls() -> None:
+    # The line format the prompt and the benchmark read: a day, who, the words on one line.
+    line = recall_lines([Message("assistant", "Keep\nit  light", "1", datetime(2026, 2, 3, tzinfo=UTC))], 100)
+    assert json.dumps(line) == json.dumps(["- 2026-02-03 Coach: Keep it light"])
+
+
+def test_the_recall_flag_rolls_out_like_the_others(tmp_path: Any) -> None:
+    """`recall` in the flags document (AppConfig, or the local file) switches it per user; its arm says so."""
+    from onboarding.composition import build_memory_flags
+    from onboarding.config.flags import default_flags_document
+
+    path = tmp_path / "flags.json"
+    document = default_flags_document() | {"recall": {"default": False}}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    features = build_memory_flags(Settings(table_name=TABLE, feature_flags_file=str(path))).for_user("u")
+    assert (features.recall, features.arm) == (False, "no_recall")
+    assert default_flags_document()["recall"] == {"default": True}
