@@ -35,6 +35,7 @@ from infra.memory_benchmark.judge import JUDGE_MODEL_ENV, LlmJudge, accuracy, ju
 from infra.memory_benchmark.replay import QuestionResult, Replayer
 from infra.memory_benchmark.synthetic import conversations
 from infra.terminal import Progress, logs_to
+from onboarding import telemetry
 from onboarding.config import DEFAULT_MODEL_ID, Settings
 from onboarding.llm.chat_model import build_chat_model
 from onboarding.memory.tokens import count_tokens
@@ -68,12 +69,15 @@ class TurnLatencies(logging.Handler):
 
 @contextmanager
 def turn_latencies() -> Iterator[TurnLatencies]:
+    # On the logger that writes the line itself: the functions' service logger does not propagate
+    # to the root, so a root handler hears nothing once POWERTOOLS_SERVICE_NAME is set.
+    source = logging.getLogger(telemetry.logger.name)
     handler = TurnLatencies()
-    logging.getLogger().addHandler(handler)
+    source.addHandler(handler)
     try:
         yield handler
     finally:
-        logging.getLogger().removeHandler(handler)
+        source.removeHandler(handler)
 
 
 def parser() -> argparse.ArgumentParser:

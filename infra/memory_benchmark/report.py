@@ -117,7 +117,7 @@ def write(found: Mapping[str, Any], out: Path, command: str) -> None:
     for name, f in found["datasets"].items():
         lines += [f"## {name}: {f['conversations']} conversations, {f['questions']} questions", "", *table(f), ""]
         if aws:
-            lines += [*accuracy_rows({"answer_accuracy": found["answer_accuracy"].get(name), **found}), ""]
+            lines += [*accuracy_rows({**found, "answer_accuracy": found["answer_accuracy"].get(name)}), ""]
     lines += [
         "## Latency of recall",
         "",
