@@ -52,6 +52,11 @@ ENVIRONMENT = {
 }
 
 
+# One client replays months of conversation in minutes: the WAF's per-client rate rule (a load
+# test's case, infra/local_stack.py) would refuse it.
+ONE_CLIENT = {"WafRateLimiting": "Disabled"}
+
+
 class TurnLatencies(logging.Handler):
     """The recall figures of every real turn of the run (their `turn_responded` log lines)."""
 
@@ -131,7 +136,9 @@ def run(chosen: dict[str, list[Conversation]], args: argparse.Namespace, out: Pa
                 # A stack (and table) per conversation: each starts from an empty memory and index.
                 with (
                     tempfile.TemporaryDirectory() as scratch,
-                    LocalStack(data_file=Path(scratch) / "table.jsonl", api_port=0, real_model=args.aws) as stack,
+                    LocalStack(
+                        data_file=Path(scratch) / "table.jsonl", api_port=0, real_model=args.aws, parameters=ONE_CLIENT
+                    ) as stack,
                 ):
                     region = stack.region
                     if args.aws and judge is None:
