@@ -36,6 +36,7 @@ from infra.memory_benchmark.judge import JUDGE_MODEL_ENV, LlmJudge, accuracy, ju
 from infra.memory_benchmark.replay import QuestionResult, Replayer
 from infra.memory_benchmark.synthetic import conversations
 from infra.terminal import Progress, logs_to
+from onboarding import telemetry
 from onboarding.config import DEFAULT_MODEL_ID, Settings
 from onboarding.llm.chat_model import build_chat_model
 from onboarding.memory.tokens import count_tokens
@@ -50,6 +51,11 @@ ENVIRONMENT = {
     "RATE_LIMIT_MESSAGES": "0",
     "MESSAGE_TTL_DAYS": "0",
 }
+
+
+# One client replays months of conversation in minutes: the WAF's per-client rate rule (a load
+# test's case, infra/local_stack.py) would refuse it.
+ONE_CLIENT = {"WafRateLimiting": "Disabled"}
 
 
 class TurnLatencies(logging.Handler):
@@ -69,12 +75,15 @@ class TurnLatencies(logging.Handler):
 
 @contextmanager
 def turn_latencies() -> Iterator[TurnLatencies]:
+    # On the logger that writes the line itself: the functions' service logger does not propagate
+    # to the root, so a root handler hears nothing once POWERTOOLS_SERVICE_NAME is set.
+    source = logging.getLogger(telemetry.logger.name)
     handler = TurnLatencies()
-    logging.getLogger().addHandler(handler)
+    source.addHandler(handler)
     try:
         yield handler
     finally:
-        logging.getLogger().removeHandler(handler)
+        source.removeHandler(handler)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -128,7 +137,9 @@ def run(chosen: dict[str, list[Conversation]], args: argparse.Namespace, out: Pa
                 # A stack (and table) per conversation: each starts from an empty memory and index.
                 with (
                     tempfile.TemporaryDirectory() as scratch,
-                    LocalStack(data_file=Path(scratch) / "table.jsonl", api_port=0, real_model=args.aws) as stack,
+                    LocalStack(
+                        data_file=Path(scratch) / "table.jsonl", api_port=0, real_model=args.aws, parameters=ONE_CLIENT
+                    ) as stack,
                 ):
                     region = stack.region
                     if args.aws and judge is None:

@@ -101,6 +101,10 @@ def _category_order(name: str) -> int:
     return [4, 1, 2, 3, 5, 6].index(numbers[name]) if name in numbers else 99  # LoCoMo's own order
 
 
+def _ratio(ratio: float | None) -> str:
+    return f"{100 * ratio:.1f} %" if ratio is not None else "–"
+
+
 def _pct(hits: int, total: int) -> str:
     return f"{100 * hits / total:.1f} % ({hits}/{total})" if total else "–"
 
@@ -116,8 +120,8 @@ def table(f: Mapping[str, Any]) -> list[str]:
         "| LoCoMo's retrieval recall (share of evidence dialogs present) | "
         + " | ".join(f"{f[m]['evidence_share']:.3f}" for m in names)
         + " |",
-        "| mean prompt tokens (share of the full history's) | "
-        + " | ".join(f"{f[m]['mean_tokens']} ({f[m]['tokens_ratio']})" for m in names)
+        "| mean prompt tokens (% of the full conversation's) | "
+        + " | ".join(f"{f[m]['mean_tokens']} ({_ratio(f[m]['tokens_ratio'])})" for m in names)
         + " |",
     ]
     if u:

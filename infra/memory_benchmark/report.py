@@ -117,7 +117,7 @@ def write(found: Mapping[str, Any], out: Path, command: str) -> None:
     for name, f in found["datasets"].items():
         lines += [f"## {name}: {f['conversations']} conversations, {f['questions']} questions", "", *table(f), ""]
         if aws:
-            lines += [*accuracy_rows({"answer_accuracy": found["answer_accuracy"].get(name), **found}), ""]
+            lines += [*accuracy_rows({**found, "answer_accuracy": found["answer_accuracy"].get(name)}), ""]
     lines += [
         "## Latency of recall",
         "",
@@ -156,6 +156,13 @@ the share of evidence dialogs present, is beside it. Evidence ids are read toler
 reached the model without the summary's help, in the headline and in every category. Mean prompt
 tokens: the first request of each question (system prompt, window, question), beside the full
 history's (every message and the question).
+
+**Abstention on LoCoMo.** LoCoMo's adversarial questions mostly ask about the wrong speaker (what
+one of them did, when the other did it), so the trap is often something really said, by the other
+speaker. A memory that brings back the lines the question bears on brings the trap's words with
+them: the ceiling, which holds everything, is the lowest of all on that row. The row says how
+often the trap's words reached the model, not that the model was misled by them; only `--aws`'s
+judged answers say that.
 
 **Categories.** Named as LoCoMo's evaluation code treats its numbers: 1 multi-hop (scored as a
 multi-part answer), 2 temporal, 3 open-domain (world knowledge with the conversation), 4

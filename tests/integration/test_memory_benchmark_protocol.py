@@ -24,8 +24,8 @@ pytestmark = pytest.mark.integration
 
 
 def _memory(stack: LocalStack, user: str) -> dict[str, Any]:
-    """What the memory holds: the messages and the summary, as stored."""
-    return {sk: item for sk, item in partition(stack, user).items() if sk.startswith(("MSG#", "~SUMMARY"))}
+    """Everything stored for the user: messages, summary, state, profile (the audit trail is apart)."""
+    return partition(stack, user)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def replayed() -> Iterator[tuple[Replayer, tuple[Message, ...], dict[str, Questi
         replayer.remember()
         before = _memory(stack, replayer.user)
         results = replayer.ask_all(TOKEN_BUDGET)
-        assert _memory(stack, replayer.user) == before  # no question, no answer, no fold was written
+        assert _memory(stack, replayer.user) == before  # no question, answer, fold or saved answer was written
         store = Repositories.over(operator_table(stack), stack.table_name, Settings.from_env())
         stored = tuple(reversed(store.conversations.history_page(replayer.user, 50).messages))
         assert stack.decisions().refusals == []
