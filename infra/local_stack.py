@@ -666,9 +666,14 @@ class LocalStack:
     def save(self) -> None:
         """Write every item to `data_file` (one DynamoDB-JSON item a line), and the recall index
         beside it, atomically."""
-        if self.data_file is None or self.vectors_file is None:
+        if self.data_file is None:
             return
         atomic_write(self.data_file, (json.dumps(item, ensure_ascii=False) + "\n" for item in self.items()))
+        self._save_vectors()
+
+    def _save_vectors(self) -> None:
+        if self.vectors_file is None:
+            return
         if self.s3vectors.changes != self._saved_vector_changes or not self.vectors_file.exists():
             self._saved_vector_changes = self.s3vectors.changes
             atomic_write(self.vectors_file, [json.dumps(self.s3vectors.dump())])

@@ -45,11 +45,13 @@ def valid_limits(draw: st.DrawFn) -> Limits:
     chars = draw(st.integers(min_value=20, max_value=300))
     allowance = kept_prompt_tokens(chars) + draw(st.integers(min_value=0, max_value=3_000))
     window = draw(st.sampled_from([100, 1_000, 4_000]))
+    recall = draw(st.sampled_from([0, 500, 2_000]))  # the recalled messages' own allowance
     return Limits(
         profile_value_chars=chars,
         system_prompt_allowance=allowance,
         window_max_tokens=window,
-        token_budget=allowance + window + draw(st.integers(min_value=1, max_value=8_000)),
+        recall_max_tokens=recall,
+        token_budget=allowance + recall + window + draw(st.integers(min_value=1, max_value=8_000)),
         profile_other_facts=draw(st.integers(min_value=0, max_value=20)),
         answer_history_values=draw(st.integers(min_value=1, max_value=10)),
         summary_max_tokens=draw(st.sampled_from([50, 800, 3_000])),

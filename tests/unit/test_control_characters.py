@@ -29,7 +29,8 @@ STORED = "Hi coach,[31m Ievil run 5 km\ttwice\na week"
 async def test_the_api_stores_the_message_without_its_controls(client: httpx.AsyncClient, store: Repositories) -> None:  # noqa: F811
     response = await client.post("/chat", json={"message": SENT}, headers=identity("u"))
     assert response.status_code == 200, response.text
-    [said, _] = store.conversations.load_turn("u", 20).messages
+    # (The local coach may save an answer first: tool call and result before its reply.)
+    [said] = [m for m in store.conversations.load_turn("u", 20).messages if m.role == "user"]
     assert said.content == STORED
 
 

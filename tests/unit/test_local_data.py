@@ -20,7 +20,7 @@ def _failing_items() -> Iterator[dict[str, Any]]:
 def test_a_save_that_fails_midway_keeps_the_old_file_and_leaves_nothing_behind(tmp_path: Path) -> None:
     data_file = tmp_path / "dynamodb.jsonl"
     data_file.write_text('{"old": 1}\n', encoding="utf-8")
-    stack = SimpleNamespace(data_file=data_file, items=_failing_items)
+    stack = SimpleNamespace(data_file=data_file, items=_failing_items, _save_vectors=lambda: None)
     with pytest.raises(ConnectionError):
         LocalStack.save(stack)  # type: ignore[arg-type]
     assert data_file.read_text(encoding="utf-8") == '{"old": 1}\n'
@@ -30,7 +30,8 @@ def test_a_save_that_fails_midway_keeps_the_old_file_and_leaves_nothing_behind(t
 def test_a_save_replaces_the_file_whole(tmp_path: Path) -> None:
     data_file = tmp_path / "dynamodb.jsonl"
     items = [{"pk": {"S": "USER#a"}, "sk": {"S": str(n)}} for n in range(3)]
-    LocalStack.save(SimpleNamespace(data_file=data_file, items=lambda: iter(items)))  # type: ignore[arg-type]
+    stack = SimpleNamespace(data_file=data_file, items=lambda: iter(items), _save_vectors=lambda: None)
+    LocalStack.save(stack)  # type: ignore[arg-type]
     assert [json.loads(line) for line in data_file.read_text(encoding="utf-8").splitlines()] == items
     assert [path.name for path in tmp_path.iterdir()] == ["dynamodb.jsonl"]
 

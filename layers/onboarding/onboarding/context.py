@@ -3,7 +3,7 @@
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator
 
 from onboarding.model.answers import AnswerSource
 from onboarding.model.frozen import FrozenHistory, FrozenMapping
@@ -63,6 +63,12 @@ class OnboardingAgentContext(BaseModel):
     show_profile: bool = True
     # Kept as the Messages they are (ids and times included): tuples of frozen messages are immutable.
     recalled: SkipValidation[tuple[Message, ...]] = ()
+
+    @field_validator("recalled", mode="before")
+    @classmethod
+    def _recalled_as_tuple(cls, value: object) -> object:
+        # A tuple however it comes (JSON gives a list), so the context stays immutable and equal.
+        return tuple(value) if isinstance(value, list) else value
 
     def onboarding_state(self, step: OnboardingAgentType) -> OnboardingState:
         """The onboarding state this context was built from, at `step`."""
