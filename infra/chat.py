@@ -18,7 +18,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
 from typing import TextIO
 
@@ -29,6 +29,7 @@ from infra.flags import FLAGS_FILE_VARIABLE, checked_flags_file
 from infra.local.iam.identity import acting_as
 from infra.local_stack import DEFAULT_DATA_FILE, add_iam_option
 from infra.shared_stack import ToolStack, stack_for
+from infra.terminal import functions_log_to, log_file_of
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, StoreError
@@ -126,9 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     saved = "Stopped."
     try:
-        with stack as local:
+        with stack as local, ExitStack() as closing:
             if local is not None:
                 saved = f"Stopped; the conversation is {local.describe_saving()}."
+                if not local.attached:
+                    # This process runs the stack's recall indexer (fed from the table's stream): its
+                    # log lines go to a file, not between the conversation's lines.
+                    closing.enter_context(functions_log_to(log_file_of(arguments.data_file, "chat")))
             if flags_file is not None:  # this process's turns read it, even beside a stack started without it
                 os.environ[FLAGS_FILE_VARIABLE] = str(flags_file)
                 for name in ("FEATURE_FLAGS_APPLICATION", "FEATURE_FLAGS_ENVIRONMENT", "FEATURE_FLAGS_PROFILE"):

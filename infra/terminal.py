@@ -155,3 +155,21 @@ def audit_lines_to(stream: TextIO) -> None:
     from aws_lambda_powertools import Logger
 
     Logger(stream=stream).registered_handler.addFilter(lambda record: bool(getattr(record, "audit", False)))
+
+
+@contextmanager
+def functions_log_to(log_file: Path) -> Iterator[None]:
+    """The log lines of the functions this process runs (the service's Powertools logger, which
+    the first `Logger()` configures and later ones reuse) appended to `log_file`, however the
+    process prints the rest. A tool that never redirects its terminal (infra.chat, which reads
+    the keyboard with `input()`) calls it before a function starts."""
+    from aws_lambda_powertools import Logger
+
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("a", encoding="utf-8") as handle:
+        logger = Logger(stream=handle)
+        try:
+            yield
+        finally:
+            logger.registered_handler.flush()
+            logger.registered_handler.setStream(sys.stderr)  # type: ignore[attr-defined]  # never a closed file
