@@ -27,13 +27,23 @@ def logs_to(log_file: Path | None, mode: str = "w") -> Iterator[TextIO]:
     if log_file is None:
         yield console
         return
+    made = [folder for folder in (log_file.parent, *log_file.parent.parents) if not folder.exists()]
+    new_file = not log_file.exists()
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    with log_file.open(mode, encoding="utf-8") as handle:
-        sys.stdout = handle
-        try:
-            yield console
-        finally:
-            sys.stdout = console
+    try:
+        with log_file.open(mode, encoding="utf-8") as handle:
+            sys.stdout = handle
+            try:
+                yield console
+            finally:
+                sys.stdout = console
+    finally:
+        if new_file and log_file.exists() and log_file.stat().st_size == 0:
+            # Nothing logged (a refusal at start): leave nothing behind, as if the command never ran.
+            log_file.unlink()
+            for folder in made:
+                if folder.exists() and not any(folder.iterdir()):
+                    folder.rmdir()
 
 
 _events_to: list[TextIO] = []  # the terminal of the tool running in this process, if it shows events

@@ -97,7 +97,7 @@ def test_reset_forgets_only_that_user(two_users: Path, tmp_path: Path) -> None:
     # bo is remembered: the coach goes on with the next question, not the first.
     bo = run("infra.chat", "--data-file", str(data_file), "--chunk-delay", "0", "--user", "bo", "--script", "-",
              stdin="I row\n")  # fmt: skip
-    assert "“Advanced”" in bo.stdout
+    assert "Noted your current activity: “I row”" in bo.stdout  # the first question is not asked again
 
 
 def test_reset_all_says_so_and_forgets_everyone(two_users: Path, tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ def _start(tmp_path: Path, flags: Path) -> "subprocess.Popen[bytes]":
     ports = [str(free_port("127.0.0.1")) for _ in range(4)]
     return subprocess.Popen(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "infra.local_stack", "--flags", str(flags), "--data-file", str(tmp_path / "d.jsonl"),
-         "--dynamodb-port", ports[0], "--bedrock-port", ports[1], "--api-port", ports[2], "--twilio-port", ports[3]],
+         "--dynamodb-port", ports[0], "--bedrock-port", ports[1], "--api-port", ports[2], "--twilio-port", ports[3],
+         "--s3vectors-port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
     )  # fmt: skip
 

@@ -15,7 +15,7 @@ import pytest
 from infra.ports import free_port
 from tests.support.processes import run
 
-OPTIONS = ["--dynamodb-port", "--bedrock-port", "--api-port", "--twilio-port"]
+OPTIONS = ["--dynamodb-port", "--bedrock-port", "--api-port", "--twilio-port", "--s3vectors-port"]
 
 
 @contextmanager
@@ -78,6 +78,7 @@ def test_a_listener_that_never_answers_is_named_too(tmp_path: Path) -> None:
 def test_two_servers_given_one_port_are_refused(tmp_path: Path) -> None:
     port = str(free_port())
     completed = run("infra.local_stack", "--data-file", str(tmp_path / "d.jsonl"), "--api-port", port,
-                    "--twilio-port", port, "--dynamodb-port", "0", "--bedrock-port", "0", timeout_s=60)  # fmt: skip
+                    "--twilio-port", port, "--dynamodb-port", "0", "--bedrock-port", "0", "--s3vectors-port", "0",
+                    timeout_s=60)  # fmt: skip
     assert completed.returncode == 2
     assert f"were both given port {port}" in completed.stderr

@@ -357,7 +357,7 @@ def test_the_standalone_stack_serves_another_process_and_saves_on_sigterm(tmp_pa
     stack = subprocess.Popen(  # noqa: S603
         [sys.executable, "-m", "infra.local_stack", "--data-file", str(data_file),
          "--dynamodb-port", str(dynamodb_port), "--bedrock-port", str(bedrock_port),
-         "--api-port", str(api_port), "--twilio-port", str(twilio_port)],
+         "--api-port", str(api_port), "--twilio-port", str(twilio_port), "--s3vectors-port", "0"],
         stdout=subprocess.PIPE, text=True, cwd=REPO,
     )  # fmt: skip
     try:
