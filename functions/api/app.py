@@ -27,7 +27,7 @@ from onboarding.config import Settings
 from onboarding.model.errors import StoreError
 from onboarding.redaction import RedactingFormatter
 from onboarding.snapstart import Primer
-from onboarding.turns import Turn, TurnService
+from onboarding.turn.service import Turn, TurnService
 
 # The function's own modules: in Lambda (and `infra.invoke`) its folder is the import root; the
 # tests import it as the package `functions.api`.

@@ -19,7 +19,7 @@ from schemathesis.checks import CheckContext
 from functions.api.app import create_app
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.account import AccountService
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 
 pytestmark = pytest.mark.property
 

@@ -19,9 +19,9 @@ from onboarding.account import AccountService
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
 from onboarding.sms.intake import SmsIntake
-from onboarding.sms.messages import InboundSms
 from onboarding.sms.queue import TurnQueue
-from onboarding.turns import TurnService
+from onboarding.sms.text_requests import InboundSms
+from onboarding.turn.service import TurnService
 from tests.unit.test_api import identity
 
 pytestmark = pytest.mark.unit

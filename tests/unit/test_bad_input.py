@@ -16,7 +16,7 @@ from functions.api.app import create_app
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.account import AccountService
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.unit.conftest import TABLE
 from tests.unit.test_api import identity
 

@@ -15,9 +15,9 @@ from onboarding.model.messages import Message, Role, ToolCall
 from onboarding.model.profile import UserProfile
 from onboarding.model.records import ConversationSummary, TurnContext
 from onboarding.model.state import OnboardingAgentType, OnboardingState, WaitingFor
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 
 pytestmark = pytest.mark.unit
 

@@ -20,7 +20,7 @@ from onboarding.model.profile import UserProfile
 from onboarding.model.records import ConversationSummary, ErasureReport
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.support.seed import commit
 from tests.unit.conftest import TABLE
 

@@ -18,10 +18,10 @@ from onboarding.llm.prompts import MEMORY_UNAVAILABLE_NOTICE, MEMORY_UNAVAILABLE
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.llm.summarizer import Summarizer
 from onboarding.model.profile import UserProfile
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
 from onboarding.rollout import MemoryFlags
-from onboarding.turns import TurnService
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.support.seed import save_profile
 from tests.unit.test_changing_answers import _systems

@@ -23,9 +23,9 @@ from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.profile import UserProfile
 from onboarding.model.records import ConversationSummary
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.unit.conftest import TABLE
 

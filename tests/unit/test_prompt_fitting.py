@@ -31,7 +31,7 @@ from onboarding.model.profile import PROFILE_FIELDS, UserProfile
 from onboarding.model.records import ConversationSummary
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.support.seed import save_profile, save_state
 from tests.unit.conftest import TABLE
 from tests.unit.test_api import identity

@@ -16,16 +16,20 @@ from functions.api.app import AFTER_RESTORE_PATH, BEFORE_CHECKPOINT_PATH, create
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding import snapstart
 from onboarding.account import AccountService
+from onboarding.composition import build_turn_service
 from onboarding.config import Settings
 from onboarding.metrics import count_metric
 from onboarding.persistence import Repositories
 from onboarding.snapstart import Primer, register_runtime_hooks
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.unit.conftest import TABLE
 
 
 def primer_for(settings: Settings, store: Repositories, llm: BaseChatModel, dynamodb: Any, **kwargs: Any) -> Primer:
-    return Primer(settings, store, llm, [dynamodb, llm.client], **kwargs)  # type: ignore[attr-defined]
+    def service(offline: Settings) -> TurnService:
+        return build_turn_service(offline, store, llm)
+
+    return Primer(settings, llm, [dynamodb, llm.client], service, **kwargs)  # type: ignore[attr-defined]
 
 
 def unreachable_table(settings: Settings) -> tuple[Repositories, Any]:

@@ -42,9 +42,7 @@ if TYPE_CHECKING:
     from botocore.client import BaseClient
     from langchain_core.language_models import BaseChatModel
 
-    from onboarding.persistence import Repositories
-    from onboarding.recall.recaller import Recaller
-    from onboarding.turns import TurnService
+    from onboarding.turn.service import TurnService
 
 logger = Logger(child=True)
 
@@ -170,29 +168,28 @@ class Primer:
     def __init__(
         self,
         settings: Settings,
-        store: "Repositories",
         llm: "BaseChatModel",
         clients: Sequence["BaseClient"],
+        build_service: Callable[[Settings], "TurnService"],
         also: Callable[[], None] | None = None,
-        recaller: "Recaller | None" = None,
     ) -> None:
+        """`build_service`: a turn service over the function's own repositories, model and recall
+        (whose clients are among `clients`, so answered in process too), for the settings given.
+        Passed in by the composition root, so this module never imports it back."""
         self._settings = settings
-        self._store = store
         self._llm = llm
         self._clients = tuple(clients)
+        self._build_service = build_service
         self._also = also  # what else a first call would build (the worker: Twilio's message API)
-        self._recaller = recaller  # the live one's clients are among `clients`, answered in process too
 
     def _offline_service(self) -> "TurnService":
-        from onboarding.composition import build_turn_service
-
         # A breaker of its own: the live service's is never touched. The default flags, from no
         # store: AppConfig is not asked before the snapshot (a session started then would be
         # shared by every restored copy, and expire while the snapshot is stored).
         offline = self._settings.model_copy(
             update={"rate_limit_messages": 0, "feature_flags_application": None, "feature_flags_file": None}
         )
-        return build_turn_service(offline, self._store, self._llm, self._recaller)
+        return self._build_service(offline)
 
     async def prime(self) -> None:
         """Build what a first call would, answering every request in process. Never raises: a
