@@ -20,7 +20,8 @@ from infra.bedrock_emulator.rules import (
     ConverseValidationError,
     validate_converse_request,
 )
-from onboarding.llm.prompts import STEP_PROMPTS, render_system_prompt
+from onboarding.llm.step_texts import STEP_PROMPTS
+from onboarding.llm.system_prompt import render_system_prompt
 from onboarding.model.state import OnboardingAgentType
 
 

@@ -14,9 +14,10 @@ from infra.fidelity import ANSWERS, QUESTIONS
 from onboarding.config import Settings
 from onboarding.config.settings import PROMPT_INSTRUCTIONS_TOKENS, PROMPT_KEPT_VALUES, kept_prompt_tokens
 from onboarding.llm.chat_model import build_chat_model
-from onboarding.llm.prompts import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.resilience import CircuitBreaker
+from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.llm.summarizer import Summarizer
+from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.model.answers import answer_value
 from onboarding.model.errors import MessageOverBudgetError

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from onboarding.llm.prompts import SUMMARY_SYSTEM_PROMPT, render_summary_request
+from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT, render_summary_request
 from onboarding.memory.transcript import cap_summary, transcript_lines
 from onboarding.model.messages import Message
 from onboarding.model.records import ConversationSummary

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from aws_lambda_powertools import Logger
 
-from onboarding.llm.prompts import MEMORY_UNAVAILABLE_NOTICE
+from onboarding.llm.fixed_replies import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.llm.resilience import open_stream
 from onboarding.metrics import count_metric
 from onboarding.model.errors import (
