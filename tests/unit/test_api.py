@@ -8,7 +8,8 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.api.app import accepts_event_stream, create_app
+from functions.api.mobile_api.routes import create_app
+from functions.api.mobile_api.sse import accepts_event_stream
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.coach import CoachReply, ToolCall
 from infra.bedrock_emulator.server import Fault

@@ -12,7 +12,7 @@ import boto3
 import httpx
 import pytest
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.console.context import ConsoleContext
 from infra.inspect_prompt import inspect
 from onboarding.account import AccountService

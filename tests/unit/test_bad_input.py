@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.account import AccountService
 from onboarding.persistence import Repositories

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
 from onboarding.config import Settings

@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 import onboarding.persistence.partitions as partitions_module
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from onboarding.account import AccountService
 from onboarding.config import RateLimit, Settings
 from onboarding.model.errors import RateLimitedError, StoreError, UserErasedError

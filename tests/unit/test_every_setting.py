@@ -21,7 +21,7 @@ from botocore.exceptions import EndpointConnectionError
 from pydantic import ValidationError
 from urllib3.response import HTTPResponse
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.coach import CoachReply, ToolCall
 from infra.bedrock_emulator.server import Fault

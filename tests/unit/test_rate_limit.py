@@ -8,7 +8,7 @@ import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from langchain_core.language_models import BaseChatModel
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from functions.sms_worker.app import make_handler
 from infra.lambda_runner import LocalLambdaContext
 from infra.twilio_emulator import TwilioEmulator

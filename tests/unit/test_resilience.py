@@ -15,7 +15,7 @@ from botocore.exceptions import (
 )
 from langchain_core.language_models import BaseChatModel
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.coach import CoachReply, ToolCall
 from infra.bedrock_emulator.server import Fault

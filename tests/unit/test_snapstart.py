@@ -13,7 +13,8 @@ import pytest
 from botocore.config import Config
 from langchain_core.language_models import BaseChatModel
 
-from functions.api.app import AFTER_RESTORE_PATH, BEFORE_CHECKPOINT_PATH, create_app
+from functions.api.mobile_api.routes import create_app
+from functions.api.mobile_api.snapstart_hooks import AFTER_RESTORE_PATH, BEFORE_CHECKPOINT_PATH
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding import snapstart
 from onboarding.account import AccountService

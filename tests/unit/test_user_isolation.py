@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from onboarding.account import AccountService
 from onboarding.persistence import Repositories
 from onboarding.turn.service import TurnService
