@@ -33,7 +33,7 @@ from infra.terminal import functions_log_to, log_file_of
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, StoreError
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 
 QUIT_COMMANDS = {"/quit", "/exit"}
 DEFAULT_USER = "local-user"  # also the user the memory console opens on

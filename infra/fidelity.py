@@ -42,7 +42,9 @@ from infra.terminal import Progress, logs_to
 from infra.twilio_emulator import post_signed_text
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
-from onboarding.llm.prompts import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT, render_system_prompt
+from onboarding.llm.step_texts import STEP_PROMPTS
+from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT
+from onboarding.llm.system_prompt import render_system_prompt
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.model.messages import Message
 from onboarding.model.state import OnboardingAgentType

@@ -28,8 +28,8 @@ from onboarding.audit import Caller
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.model.frozen import thaw
-from onboarding.orchestrator import PreparedTurn
-from onboarding.turns import TurnService
+from onboarding.turn.orchestrator import PreparedTurn
+from onboarding.turn.service import TurnService
 
 _VALUE_LINE = re.compile(r"^(- [^:]+: )(.+)$")
 _PERSONAL_SECTIONS = (

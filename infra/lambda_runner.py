@@ -58,19 +58,35 @@ def _load_module_once(key: tuple[str, frozenset[tuple[str, str]]], code_dir: Pat
         from aws_lambda_powertools.utilities.parameters import clear_caches
 
         clear_caches()  # type: ignore[no-untyped-call]
-        spec = importlib.util.spec_from_file_location(
-            f"_lambda_{logical_id}_{module_name}", code_dir / f"{module_name}.py"
-        )
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load the handler of {logical_id} from {code_dir}")
-        module = importlib.util.module_from_spec(spec)
         sys.path.insert(0, str(code_dir))
         try:
-            spec.loader.exec_module(module)
+            module = _exec_fresh(f"_lambda_{logical_id}", code_dir, module_name)
         finally:
             sys.path.remove(str(code_dir))
         _warm_modules[key] = module
     return _warm_modules[key]
+
+
+def _exec_fresh(prefix: str, code_dir: Path, module_name: str) -> ModuleType:
+    """Execute `module_name` from `code_dir` anew, under a name of its own (`prefix`_...). A module
+    in a package of the function's own (the API's `mobile_api.app`) is imported through that
+    package, under the same prefix, so its relative imports resolve; the copy an earlier
+    environment loaded is dropped first."""
+    top, _, rest = module_name.partition(".")
+    name = f"{prefix}_{top}"
+    path = code_dir / top / "__init__.py" if rest else code_dir / f"{top}.py"
+    for loaded in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
+        del sys.modules[loaded]
+    spec = importlib.util.spec_from_file_location(
+        name, path, submodule_search_locations=[str(path.parent)] if rest else None
+    )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {module_name} from {code_dir}")
+    module = importlib.util.module_from_spec(spec)
+    if rest:
+        sys.modules[name] = module  # a package's modules find it here
+    spec.loader.exec_module(module)
+    return importlib.import_module(f"{name}.{rest}") if rest else module
 
 
 def handler_module(logical_id: str) -> ModuleType:

@@ -89,6 +89,12 @@ def web_adapter_app(logical_id: str) -> tuple[Path, str, str] | None:
     return code_dir, match[1], match[2]
 
 
+def module_file(code_dir: Path, module: str) -> Path:
+    """The source file of `module` (a dotted name for a module in a package, the API's
+    `mobile_api.app`) under a function's code directory."""
+    return code_dir.joinpath(*module.split(".")).with_suffix(".py")
+
+
 def function_memory_mb(logical_id: str) -> int:
     """A function's `MemorySize`, or the template's `Globals.Function.MemorySize` it inherits."""
     properties = resource(logical_id)["Properties"]

@@ -35,8 +35,8 @@ from onboarding.config import Settings, WebhookSettings
 from onboarding.model.errors import StoreError
 from onboarding.redaction import RedactingFormatter
 from onboarding.sms.intake import SmsIntake
-from onboarding.sms.messages import InboundSms, OptOut
 from onboarding.sms.queue import QueueError
+from onboarding.sms.text_requests import InboundSms, OptOut
 
 logger = Logger(logger_formatter=RedactingFormatter())
 

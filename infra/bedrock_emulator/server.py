@@ -14,10 +14,10 @@ from urllib.parse import unquote
 
 from infra.bedrock_emulator.coach import CoachReply, Turn, coach_respond
 from infra.bedrock_emulator.embeddings import EmbeddingRequestError, embed_request, is_embedding_model
-from infra.bedrock_emulator.eventstream import encode_event, encode_exception
 from infra.bedrock_emulator.judge import is_judge_request, judge_reply
 from infra.bedrock_emulator.rules import ConverseValidationError, message_text, validate_converse_request
 from infra.local.loopback import LoopbackService, StandInServer
+from onboarding.llm.event_stream import encode_event, encode_exception
 
 if TYPE_CHECKING:
     from infra.local.iam.gate import Gate

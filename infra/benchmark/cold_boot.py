@@ -11,6 +11,7 @@ sys.path (the function's own, then its layers', as Lambda's runtime does) and th
 """
 
 import asyncio
+import importlib
 import json
 import sys
 import time
@@ -142,7 +143,7 @@ def main() -> None:
     boto3.DEFAULT_SESSION = boto3.Session()  # every client of ours is made on the default session
     boto3.DEFAULT_SESSION.events.register("before-send", waits.sent)
     boto3.DEFAULT_SESSION.events.register("before-parse", waits.answered)
-    module = __import__(spec["module"])
+    module = importlib.import_module(spec["module"])  # a dotted name too (the API's mobile_api.app)
     entry = getattr(module, spec["attribute"])
     initialized = primed = restored = time.time()
     if spec.get("prime"):  # as Lambda runs the hooks around a snapshot: before-checkpoint, after-restore

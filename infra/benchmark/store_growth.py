@@ -41,9 +41,9 @@ from onboarding.composition import build_repositories
 from onboarding.config import Settings
 from onboarding.llm.chat_model import build_chat_model
 from onboarding.model.messages import Message
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence.codec import message_item
 from onboarding.persistence.writing import MessageStamper
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 
 TABLE = "onboarding-memory-growth"
 PEER_TABLE = "langchain-history-growth"

@@ -15,8 +15,8 @@ from infra.benchmark.stats import percentile
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.llm.chat_model import build_chat_model
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence.keys import MESSAGE_PREFIX, USER_PREFIX
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 
 READS = {"Query", "GetItem", "BatchGetItem", "Scan"}
 

@@ -19,7 +19,7 @@ from onboarding.composition import build_turn_service
 from onboarding.config import Settings
 from onboarding.model.errors import InvalidMessageError
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -18,7 +18,7 @@ from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, message_tokens, unsummarized, window_candidates
 from onboarding.model.frozen import thaw
 from onboarding.model.messages import Message
-from onboarding.orchestrator import PreparedTurn
+from onboarding.turn.orchestrator import PreparedTurn
 
 Show = Callable[[str], str]
 

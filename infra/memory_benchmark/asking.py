@@ -16,9 +16,9 @@ from infra.bedrock_emulator.server import RecordedRequest
 from infra.local.iam.identity import acting_as
 from onboarding.audit import Caller
 from onboarding.config.flags import MemoryFeatures
-from onboarding.llm.prompts import SUMMARY_SYSTEM_PROMPT
+from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT
 from onboarding.recall.recaller import Recall
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 
 CALLER = Caller.command("infra.memory_benchmark", "benchmark:question")
 WITH_RECALL, WITHOUT_RECALL = MemoryFeatures(), MemoryFeatures(recall=False)

@@ -17,12 +17,12 @@ from datetime import UTC, datetime, timedelta
 from infra.memory_benchmark.dataset import Conversation, DatasetError
 from onboarding.config import Settings
 from onboarding.config.flags import DEFAULT_FEATURES
-from onboarding.folding import fold_if_due
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.llm.summarizer import Summarizer
 from onboarding.model.messages import Role
 from onboarding.persistence import Repositories
-from onboarding.turn import TurnDependencies
+from onboarding.turn.parts import TurnDependencies
+from onboarding.turn.summary_fold import fold_if_due
 
 TURN_SPACING = timedelta(seconds=30)
 

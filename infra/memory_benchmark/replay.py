@@ -32,7 +32,7 @@ from onboarding.config import Settings
 from onboarding.llm.chat_model import build_chat_model
 from onboarding.llm.summarizer import Summarizer
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 
 Judge = Callable[[Any, str], str]  # (question, the coach's answer) -> CORRECT / WRONG / unparseable
 

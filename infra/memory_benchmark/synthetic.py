@@ -16,7 +16,7 @@ from datetime import date, timedelta
 
 from infra.fidelity import SMALL_TALK as FIDELITY_SMALL_TALK
 from infra.memory_benchmark.dataset import Conversation, Dialog, Question, Session
-from onboarding.llm.prompts import STEP_PROMPTS
+from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.model.state import ONBOARDING_ORDER
 
 CLIENT = "Client"

@@ -16,7 +16,7 @@ import pytest
 
 from infra.local_stack import free_port
 from infra.ports import port_is_free
-from onboarding.llm.prompts import STEP_PROMPTS
+from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
 from tests.support.processes import read_until
 from tests.support.readme import commands_run_by_tests, readme_line, run_line, sandbox, start_line

@@ -14,7 +14,7 @@ import pytest
 
 from infra.benchmark.artifacts import ArtifactsUnavailableError, build_artifacts, import_path, python_3_13
 from infra.local_stack import LocalStack
-from infra.template import function_handler, load_template, web_adapter_app
+from infra.template import function_handler, load_template, module_file, web_adapter_app
 
 pytestmark = pytest.mark.slow
 
@@ -49,4 +49,4 @@ def test_each_artifact_imports_its_handler_with_only_its_folder_and_its_layers(
         capture_output=True, text=True, cwd=build, env=stack.process_environment(logical_id), check=False, timeout=120,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert completed.stdout.strip() == str(build / logical_id / f"{module}.py")
+    assert completed.stdout.strip() == str(module_file(build / logical_id, module))

@@ -12,7 +12,7 @@ import pytest
 
 from infra.local.deployment import LocalDeployment
 from infra.local.iam.roles import attached_managed_policies, managed_policy_arn
-from infra.template import function_handler, load_template, web_adapter_app
+from infra.template import function_handler, load_template, module_file, web_adapter_app
 from onboarding import config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ def _settings_read_by(logical_id: str) -> list[type[Any]]:
     """The settings classes the function's handler reads (`X.from_env()` in its module)."""
     located = web_adapter_app(logical_id)  # an adapter function's handler is its start-up script
     code_dir, module, _ = located if located is not None else function_handler(logical_id)
-    tree = ast.parse((code_dir / f"{module}.py").read_text(encoding="utf-8"))
+    tree = ast.parse(module_file(code_dir, module).read_text(encoding="utf-8"))
     names = {
         node.func.value.id
         for node in ast.walk(tree)
@@ -52,7 +52,7 @@ def _read_variables(logical_id: str) -> dict[str, bool]:
     return {
         variable: settings.model_fields[field].is_required()
         for settings in _settings_read_by(logical_id)
-        for field, variable in settings.ENV_NAMES.items()
+        for field, variable in settings.env_names().items()
     }
 
 
@@ -85,7 +85,7 @@ def _resource_variables(logical_id: str) -> set[str]:
     return {
         variable
         for settings in _settings_read_by(logical_id)
-        for field, variable in settings.ENV_NAMES.items()
+        for field, variable in settings.env_names().items()
         if RESOURCE_SETTING.search(field)
     }
 

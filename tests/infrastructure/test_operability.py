@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from functions.api.app import AFTER_RESTORE_PATH, BEFORE_CHECKPOINT_PATH
+from functions.api.mobile_api.snapstart_hooks import AFTER_RESTORE_PATH, BEFORE_CHECKPOINT_PATH
 from infra.template import load_template
 
 REPO = Path(__file__).resolve().parents[2]

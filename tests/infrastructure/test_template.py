@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from infra.template import function_handler, load_template, resource, web_adapter_app
+from infra.template import function_handler, load_template, module_file, resource, web_adapter_app
 from onboarding.config import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ def test_every_function_handler_exists(logical_id: str) -> None:
         code_dir, module, name = located
         script = code_dir / resource(logical_id)["Properties"]["Handler"]
         assert os.access(script, os.X_OK), f"{script.name} must be executable for the adapter to start it"
-    source = (code_dir / f"{module}.py").read_text(encoding="utf-8")
+    source = module_file(code_dir, module).read_text(encoding="utf-8")
     assert re.search(rf"^{name} = |^def {name}\(", source, re.MULTILINE)
 
 
@@ -293,7 +293,7 @@ def test_the_functions_that_run_turns_name_the_flags_and_may_read_them(logical_i
     assert variables["FEATURE_FLAGS_PROFILE"] == {"Ref": "FeatureFlagsProfile"}
     # The names the template gives are names Settings reads.
     assert {"FEATURE_FLAGS_APPLICATION", "FEATURE_FLAGS_ENVIRONMENT", "FEATURE_FLAGS_PROFILE"} <= set(
-        Settings.ENV_NAMES.values()
+        Settings.env_names().values()
     )
     [statement] = [s for s in properties["Policies"][0]["Statement"] if s["Sid"] == "ReadFeatureFlags"]
     assert sorted(statement["Action"]) == ["appconfig:GetLatestConfiguration", "appconfig:StartConfigurationSession"]

@@ -14,7 +14,7 @@ from infra.lambda_runner import invoke
 from infra.local_stack import LocalStack
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
-from onboarding.llm.prompts import STEP_PROMPTS
+from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
 
 SAMPLE_EVENT = json.loads((Path(__file__).parents[2] / "events" / "api_chat.json").read_text(encoding="utf-8"))

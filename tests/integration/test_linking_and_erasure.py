@@ -25,7 +25,7 @@ import pytest
 from infra.local_stack import LocalStack
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
-from onboarding.sms.messages import SmsTurnRequest
+from onboarding.sms.text_requests import SmsTurnRequest
 from tests.support.deployed_flows import bearer, link, new_phone, new_user, operator_table, replies_to, text
 from tests.support.tcp_proxy import TcpProxy
 

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import CheckContext
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.account import AccountService
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 
 pytestmark = pytest.mark.property
 

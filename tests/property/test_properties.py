@@ -20,8 +20,8 @@ from onboarding.llm.converse import message_texts
 from onboarding.memory.conversations import is_reset_command
 from onboarding.model.messages import Message, Role
 from onboarding.model.text import is_blank
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 
 from .strategies import alternating_history, content, history, history_entry, long_content, messy_history
 

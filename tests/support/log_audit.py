@@ -187,8 +187,8 @@ def _record_what_users_say(request: pytest.FixtureRequest, monkeypatch: pytest.M
     """Spy on the two doors user text comes in by: a turn's message, and an SMS at the webhook."""
     said: list[str] = []
     request.node.stash[SAID] = said
-    from onboarding import turns
     from onboarding.sms import intake
+    from onboarding.turn import service as turns
 
     validate = turns.validate_message
     accept = intake.SmsIntake.accept

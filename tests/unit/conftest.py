@@ -15,9 +15,9 @@ from onboarding.account import AccountService
 from onboarding.config import Settings
 from onboarding.llm.chat_model import build_chat_model
 from onboarding.llm.resilience import CircuitBreaker
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 
 TABLE = "onboarding-memory-test"
 

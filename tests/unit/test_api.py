@@ -8,13 +8,14 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.api.app import accepts_event_stream, create_app
+from functions.api.mobile_api.routes import create_app
+from functions.api.mobile_api.sse import accepts_event_stream
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.coach import CoachReply, ToolCall
 from infra.bedrock_emulator.server import Fault
 from onboarding.account import AccountService
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 
 
 def identity(sub: str | None, request_id: str = "req-1") -> dict[str, str]:
@@ -337,7 +338,7 @@ async def test_an_unexpected_failure_mid_stream_still_ends_with_an_error_event(
     async def broken_commit(self: Any, reply_text: str) -> None:
         raise RuntimeError("not a failure the error table knows")
 
-    monkeypatch.setattr("onboarding.turn.Turn._commit", broken_commit)
+    monkeypatch.setattr("onboarding.turn.run.Turn._commit", broken_commit)
     headers = identity("user-1") | {"accept": "text/event-stream"}
     events = parse_sse((await client.post("/chat", json={"message": "Hi"}, headers=headers)).text)
     name, error = events[-1]

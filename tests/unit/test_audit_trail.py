@@ -12,16 +12,16 @@ import boto3
 import httpx
 import pytest
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.console.context import ConsoleContext
 from infra.inspect_prompt import inspect
 from onboarding.account import AccountService
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
 from onboarding.sms.intake import SmsIntake
-from onboarding.sms.messages import InboundSms
 from onboarding.sms.queue import TurnQueue
-from onboarding.turns import TurnService
+from onboarding.sms.text_requests import InboundSms
+from onboarding.turn.service import TurnService
 from tests.unit.test_api import identity
 
 pytestmark = pytest.mark.unit

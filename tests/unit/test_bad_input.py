@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.account import AccountService
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.unit.conftest import TABLE
 from tests.unit.test_api import identity
 

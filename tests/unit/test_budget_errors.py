@@ -14,7 +14,7 @@ import httpx
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
 from onboarding.config import Settings
@@ -22,11 +22,11 @@ from onboarding.llm.resilience import CircuitBreaker
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.records import TurnContext
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
-from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.responder import TOO_LONG, SmsResponder
-from onboarding.turns import TurnService
+from onboarding.sms.text_requests import SmsTurnRequest
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 from tests.unit.test_api import identity, parse_sse
 from tests.unit.test_sms_worker import sender_for
 

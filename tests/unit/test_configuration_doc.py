@@ -19,16 +19,16 @@ def _row(variable: str) -> str:
 
 @pytest.mark.parametrize(
     "variable",
-    sorted({*Settings.ENV_NAMES.values(), *WebhookSettings.ENV_NAMES.values(), *WorkerSettings.ENV_NAMES.values()}),
+    sorted({variable for cls in (Settings, WebhookSettings, WorkerSettings) for variable in cls.env_names().values()}),
 )
 def test_every_environment_variable_is_documented(variable: str) -> None:
     assert f"`{variable}`" in DOC, variable
 
 
-@pytest.mark.parametrize("field", sorted(name for name in Limits.ENV_NAMES if name != "reset_keywords"))
+@pytest.mark.parametrize("field", sorted(name for name in Limits.env_names() if name != "reset_keywords"))
 def test_each_limits_documented_default_is_the_codes(field: str) -> None:
     """In a row naming two variables `A` / `B`, the defaults are `x / y` in the same order."""
-    variable = Limits.ENV_NAMES[field]
+    variable = Limits.env_names()[field]
     row = _row(variable)
     names = re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split("|")[1])
     defaults = [d.strip() for d in row.split("|")[2].split("/")]

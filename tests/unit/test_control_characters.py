@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from infra.twilio_emulator import webhook_form
 from onboarding.model.text import normalized_text
 from onboarding.persistence import Repositories
-from onboarding.sms.messages import SmsTurnRequest
+from onboarding.sms.text_requests import SmsTurnRequest
 from tests.unit.test_api import client, identity  # noqa: F401  (the API client fixture)
 from tests.unit.test_sms_webhook import PHONE, Handler, call, event, handler, queued  # noqa: F401
 

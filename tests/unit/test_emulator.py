@@ -13,14 +13,15 @@ from botocore.exceptions import ClientError
 
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.coach import CoachReply, Turn, coach_reply, coach_respond
-from infra.bedrock_emulator.eventstream import encode_event, encode_exception
 from infra.bedrock_emulator.rules import (
     DUPLICATE_TOOL_NAMES,
     TOOL_CONFIG_REQUIRED,
     ConverseValidationError,
     validate_converse_request,
 )
-from onboarding.llm.prompts import STEP_PROMPTS, render_system_prompt
+from onboarding.llm.event_stream import encode_event, encode_exception
+from onboarding.llm.step_texts import STEP_PROMPTS
+from onboarding.llm.system_prompt import render_system_prompt
 from onboarding.model.state import OnboardingAgentType
 
 

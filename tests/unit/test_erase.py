@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 import onboarding.persistence.partitions as partitions_module
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from onboarding.account import AccountService
 from onboarding.config import RateLimit, Settings
 from onboarding.model.errors import RateLimitedError, StoreError, UserErasedError
@@ -20,7 +20,7 @@ from onboarding.model.profile import UserProfile
 from onboarding.model.records import ConversationSummary, ErasureReport
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.support.seed import commit
 from tests.unit.conftest import TABLE
 

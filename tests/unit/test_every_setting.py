@@ -21,17 +21,18 @@ from botocore.exceptions import EndpointConnectionError
 from pydantic import ValidationError
 from urllib3.response import HTTPResponse
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.coach import CoachReply, ToolCall
 from infra.bedrock_emulator.server import Fault
 from onboarding.account import AccountService
 from onboarding.composition import build_account, build_orchestrator, build_repositories, build_turn_service
 from onboarding.config import Limits, Settings, WebhookSettings, WorkerSettings
-from onboarding.llm.prompts import RESET_REPLY_WITH_STEP, STEP_PROMPTS
+from onboarding.llm.fixed_replies import RESET_REPLY_WITH_STEP
 from onboarding.llm.resilience import CircuitBreaker
+from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.llm.working_copy import WorkingCopy
-from onboarding.memory.fold import fold_due
+from onboarding.memory.fold_rules import fold_due
 from onboarding.memory.tokens import count_tokens
 from onboarding.model.errors import (
     InvalidPageSizeError,
@@ -49,10 +50,10 @@ from onboarding.persistence import Repositories
 from onboarding.persistence.codec import state_item
 from onboarding.persistence.keys import client_key, erased_key
 from onboarding.sms.intake import ERASE_NOT_ASKED, SmsIntake
-from onboarding.sms.messages import InboundSms
 from onboarding.sms.queue import TurnQueue
-from onboarding.turn import TurnTimedOutError
-from onboarding.turns import TurnService
+from onboarding.sms.text_requests import InboundSms
+from onboarding.turn.run import TurnTimedOutError
+from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.support.setting_effects import OBSERVED, observes
 from tests.support.tcp_proxy import TcpProxy

@@ -18,7 +18,7 @@ from infra.bedrock_emulator import BedrockEmulator
 from infra.lambda_runner import LocalLambdaContext
 from infra.template import table_create_request
 from infra.twilio_emulator import TwilioEmulator, webhook_form
-from onboarding.sms.messages import SmsTurnRequest
+from onboarding.sms.text_requests import SmsTurnRequest
 from tests.support.setting_effects import observes
 from tests.support.sqs_events import sqs_event, sqs_record
 

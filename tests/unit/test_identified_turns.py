@@ -15,7 +15,7 @@ from onboarding.model.errors import (
     TurnInProgressError,
 )
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.support.faults import fail_nth_call
 
 

@@ -9,7 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from infra.inspect_prompt import inspect, redact_system_prompt
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 
 pytestmark = pytest.mark.unit
 

@@ -72,7 +72,7 @@ def test_a_planted_print_or_plain_log_of_what_a_user_said_is_found(planted: str)
 
 
 def test_our_own_literal_message_in_a_plain_log_line_is_not_reported() -> None:
-    assert plain_problems_in("INFO  onboarding.turns:turns.py:120 Turn completed", said=["urn com"]) == []
+    assert plain_problems_in("INFO  onboarding.turn.service:service.py:120 Turn completed", said=["urn com"]) == []
 
 
 def _metrics_line(**values: Any) -> tuple[str, dict[str, Any]]:

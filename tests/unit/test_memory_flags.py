@@ -14,14 +14,15 @@ from langchain_core.language_models import BaseChatModel
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.config import Settings
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
-from onboarding.llm.prompts import MEMORY_UNAVAILABLE_NOTICE, MEMORY_UNAVAILABLE_RULE, SINGLE_PROMPT_RULE
+from onboarding.llm.fixed_replies import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.llm.summarizer import Summarizer
+from onboarding.llm.system_prompt import MEMORY_UNAVAILABLE_RULE, SINGLE_PROMPT_RULE
 from onboarding.model.profile import UserProfile
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
 from onboarding.rollout import MemoryFlags
-from onboarding.turns import TurnService
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.support.seed import save_profile
 from tests.unit.test_changing_answers import _systems

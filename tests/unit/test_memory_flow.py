@@ -14,18 +14,19 @@ from infra.fidelity import ANSWERS, QUESTIONS
 from onboarding.config import Settings
 from onboarding.config.settings import PROMPT_INSTRUCTIONS_TOKENS, PROMPT_KEPT_VALUES, kept_prompt_tokens
 from onboarding.llm.chat_model import build_chat_model
-from onboarding.llm.prompts import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.resilience import CircuitBreaker
+from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.llm.summarizer import Summarizer
+from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.model.answers import answer_value
 from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.profile import UserProfile
 from onboarding.model.records import ConversationSummary
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.unit.conftest import TABLE
 

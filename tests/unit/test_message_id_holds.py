@@ -15,7 +15,7 @@ from onboarding.model.errors import ModelUnavailableError, RateLimitedError, Sto
 from onboarding.model.messages import Message
 from onboarding.model.records import TurnCommit
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.unit.conftest import TABLE
 

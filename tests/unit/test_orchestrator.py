@@ -11,8 +11,8 @@ from onboarding.agents import DietPlanningAgent, FitnessAssessmentAgent
 from onboarding.config import DEFAULT_LIMITS, Limits, Settings
 from onboarding.model.records import TurnContext
 from onboarding.model.state import OnboardingAgentType, OnboardingState
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from tests.support.seed import save_state
 
 from .conftest import TABLE

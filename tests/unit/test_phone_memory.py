@@ -22,7 +22,7 @@ from onboarding.persistence import Repositories
 from onboarding.sms.intake import ERASE_NOT_ASKED, LINKED, SmsIntake
 from onboarding.sms.queue import TurnQueue
 from onboarding.sms.responder import SmsResponder
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.support.seed import commit
 from tests.unit.conftest import TABLE

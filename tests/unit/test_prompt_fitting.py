@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding.account import AccountService
 from onboarding.agents import AGENT_CLASSES
@@ -22,7 +22,8 @@ from onboarding.config import Limits, Settings
 from onboarding.config.settings import PROMPT_INSTRUCTIONS_TOKENS, kept_prompt_tokens
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.prompt_memory import LEFT_OUT_TITLE
-from onboarding.llm.prompts import STEP_PROMPTS, PromptFacts, fit_system_prompt
+from onboarding.llm.step_texts import STEP_PROMPTS
+from onboarding.llm.system_prompt import PromptFacts, fit_system_prompt
 from onboarding.llm.tools import build_tools
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.memory.tokens import count_tokens
@@ -31,7 +32,7 @@ from onboarding.model.profile import PROFILE_FIELDS, UserProfile
 from onboarding.model.records import ConversationSummary
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.support.seed import save_profile, save_state
 from tests.unit.conftest import TABLE
 from tests.unit.test_api import identity

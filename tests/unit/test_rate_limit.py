@@ -8,7 +8,7 @@ import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from langchain_core.language_models import BaseChatModel
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from functions.sms_worker.app import make_handler
 from infra.lambda_runner import LocalLambdaContext
 from infra.twilio_emulator import TwilioEmulator
@@ -17,12 +17,12 @@ from onboarding.config import RateLimit, Settings
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.model.errors import RateLimitedError, StoreError, TurnInProgressError
 from onboarding.model.messages import Message
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
-from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.responder import SLOW_DOWN, SmsResponder
 from onboarding.sms.sender import TwilioSender
-from onboarding.turns import TurnService
+from onboarding.sms.text_requests import SmsTurnRequest
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.support.faults import fail_nth_call
 from tests.support.seed import commit

@@ -20,11 +20,11 @@ from onboarding.config.flags import MemoryFeatures
 from onboarding.memory.recall import RECALL_HEADER, recall_lines
 from onboarding.model.messages import Message
 from onboarding.model.records import ConversationSummary, TurnContext
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
 from onboarding.persistence.stream import MessageChange, message_change
 from onboarding.recall.indexing import embedded_text, metadata, recalled_message, vector_key
-from onboarding.turns import TurnService
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 from tests.unit.conftest import TABLE
 
 pytestmark = pytest.mark.unit

@@ -15,7 +15,7 @@ from botocore.exceptions import (
 )
 from langchain_core.language_models import BaseChatModel
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from infra.bedrock_emulator import BedrockEmulator
 from infra.bedrock_emulator.coach import CoachReply, ToolCall
 from infra.bedrock_emulator.server import Fault
@@ -24,9 +24,9 @@ from onboarding.config import DEFAULT_LIMITS, BreakerPolicy, RetryPolicy, Settin
 from onboarding.llm.chat_model import build_chat_model
 from onboarding.llm.resilience import CircuitBreaker, is_transient_model_error
 from onboarding.model.errors import CoachUnavailableError, ModelUnavailableError
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import ConversationRepository, Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.unit.test_api import identity, parse_sse
 

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from onboarding.config import DEFAULT_MODEL_ID, BreakerPolicy, RateLimit, Settings
+from onboarding.config import DEFAULT_MODEL_ID, BreakerPolicy, RateLimit, Settings, WebhookSettings, WorkerSettings
 from onboarding.llm.chat_model import bedrock_client_config, build_chat_model
 
 from .conftest import TABLE
@@ -103,3 +103,27 @@ def test_message_expiry_reaches_the_store(dynamodb: Any) -> None:
         assert stored.created_at is not None
         expected = {"N": str(int(stored.created_at.timestamp()) + 2 * 24 * 3600)} if days else None
         assert item.get("expires_at") == expected
+
+
+@pytest.mark.parametrize("settings", [Settings, WebhookSettings, WorkerSettings])
+def test_every_setting_names_its_variable_on_its_field(settings: type[Settings]) -> None:
+    """Each field carries its environment variable (`Field(validation_alias=...)`): none is read by
+    its field name, and no two fields share a variable."""
+    names = settings.env_names()
+    assert set(names) == set(settings.model_fields)
+    assert all(variable.isupper() for variable in names.values())
+    assert len(set(names.values())) == len(names)
+
+
+def test_aws_region_wins_over_aws_default_region_and_empty_keeps_the_default() -> None:
+    both = Settings.from_env({"TABLE_NAME": "t-1", "AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "us-west-2"})
+    assert both.region == "eu-west-1"
+    assert Settings.from_env({"TABLE_NAME": "t-1", "AWS_DEFAULT_REGION": "us-west-2"}).region == "us-west-2"
+    defaults = Settings.from_env({"TABLE_NAME": "t-1", "AWS_REGION": "", "HISTORY_LOAD_LIMIT": ""})
+    assert (defaults.region, defaults.history_load_limit) == ("us-east-1", 20)
+
+
+def test_code_passes_settings_by_field_name_and_a_misspelt_one_is_refused() -> None:
+    assert Settings(table_name="t-1", history_load_limit=30).history_load_limit == 30
+    with pytest.raises(ValidationError, match="history_load_limt"):
+        Settings(table_name="t-1", history_load_limt=30)  # type: ignore[call-arg]

@@ -42,5 +42,5 @@ def test_the_webhook_needs_exactly_one_valid_url_source(extra: dict[str, str]) -
 
 
 def test_the_worker_says_what_is_missing() -> None:
-    with pytest.raises(ValidationError, match="twilio_account_sid"):
+    with pytest.raises(ValidationError, match="TWILIO_ACCOUNT_SID"):  # the variable to set
         WorkerSettings.from_env({"IDEMPOTENCY_TABLE_NAME": "idem", "TWILIO_AUTH_TOKEN_PARAMETER": "/token"})

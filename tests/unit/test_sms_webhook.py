@@ -19,8 +19,8 @@ from infra.twilio_emulator import webhook_form
 from onboarding.config import DEFAULT_LIMITS
 from onboarding.persistence import Repositories
 from onboarding.sms.intake import LINK_REFUSED, LINKED, TEXT_ONLY, SmsIntake
-from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.queue import TurnQueue
+from onboarding.sms.text_requests import SmsTurnRequest
 
 TOKEN = "test-auth-token"  # noqa: S105 - a test value
 URL = "https://abc123.execute-api.us-east-1.amazonaws.com/v1/sms"

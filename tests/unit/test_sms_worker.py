@@ -14,11 +14,11 @@ from infra.bedrock_emulator.server import Fault
 from infra.lambda_runner import LocalLambdaContext
 from infra.twilio_emulator import TwilioEmulator
 from onboarding.persistence import Repositories
-from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.responder import MODEL_APOLOGY, TOO_LONG, SmsResponder
 from onboarding.sms.sender import SendError, TwilioSender
 from onboarding.sms.split import split_message
-from onboarding.turns import TurnService
+from onboarding.sms.text_requests import SmsTurnRequest
+from onboarding.turn.service import TurnService
 from tests.support.sqs_events import sqs_event, sqs_record
 
 PHONE = "+15551230001"

@@ -1,6 +1,7 @@
 """SnapStart: priming runs a whole turn offline and leaves nothing behind; renewing makes each
 restored copy its own; the hooks reach the code the way Lambda calls them."""
 
+import os
 import random
 import sys
 import types
@@ -12,20 +13,26 @@ import pytest
 from botocore.config import Config
 from langchain_core.language_models import BaseChatModel
 
-from functions.api.app import AFTER_RESTORE_PATH, BEFORE_CHECKPOINT_PATH, create_app
+from functions.api.mobile_api.routes import create_app
+from functions.api.mobile_api.snapstart_hooks import AFTER_RESTORE_PATH, BEFORE_CHECKPOINT_PATH
 from infra.bedrock_emulator import BedrockEmulator
 from onboarding import snapstart
 from onboarding.account import AccountService
+from onboarding.composition import build_turn_service
 from onboarding.config import Settings
+from onboarding.llm.event_stream import encode_event
 from onboarding.metrics import count_metric
 from onboarding.persistence import Repositories
 from onboarding.snapstart import Primer, register_runtime_hooks
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.unit.conftest import TABLE
 
 
 def primer_for(settings: Settings, store: Repositories, llm: BaseChatModel, dynamodb: Any, **kwargs: Any) -> Primer:
-    return Primer(settings, store, llm, [dynamodb, llm.client], **kwargs)  # type: ignore[attr-defined]
+    def service(offline: Settings) -> TurnService:
+        return build_turn_service(offline, store, llm)
+
+    return Primer(settings, llm, [dynamodb, llm.client], service, **kwargs)  # type: ignore[attr-defined]
 
 
 def unreachable_table(settings: Settings) -> tuple[Repositories, Any]:
@@ -64,6 +71,15 @@ async def test_priming_emits_no_metric(
     printed = capsys.readouterr().out
     assert "DuringPriming" not in printed
     assert "AfterPriming" in printed
+    assert "POWERTOOLS_METRICS_DISABLED" not in os.environ
+
+
+async def test_priming_puts_the_metrics_switch_back_as_it_was(
+    settings: Settings, store: Repositories, llm: BaseChatModel, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    await primer_for(settings, store, llm, dynamodb).prime()
+    assert os.environ["POWERTOOLS_METRICS_DISABLED"] == "false"
 
 
 async def test_a_failed_priming_raises_nothing_and_leaves_the_live_service_answering(
@@ -76,7 +92,7 @@ async def test_a_failed_priming_raises_nothing_and_leaves_the_live_service_answe
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(snapstart, "_model_answer", lambda call: snapstart._event("throttlingException", {}))
+    monkeypatch.setattr(snapstart, "_model_answer", lambda call: encode_event("throttlingException", {}))
     one_failure_opens = settings.model_copy(update={"circuit_failure_threshold": 1})
     await primer_for(one_failure_opens, store, llm, dynamodb).prime()
     assert "Priming failed" in caplog.text

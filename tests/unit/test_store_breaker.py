@@ -9,13 +9,13 @@ from langchain_core.language_models import BaseChatModel
 
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
-from onboarding.llm.prompts import MEMORY_UNAVAILABLE_NOTICE
+from onboarding.llm.fixed_replies import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.model.errors import StoreError
 from onboarding.model.records import TurnContext
-from onboarding.orchestrator import OnboardingAgentOrchestrator
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.unit.test_resilience import metrics_in, settings_with
 

@@ -12,7 +12,7 @@ from onboarding.config import RateLimit
 from onboarding.model.errors import ModelUnavailableError
 from onboarding.persistence import Repositories
 from onboarding.telemetry import TurnLedger, counting
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.unit.conftest import TABLE
 
 PERSONAL_ANSWER = "I'm a beginner who runs on Tuesdays"

@@ -7,7 +7,7 @@ from infra.bedrock_emulator.server import Fault
 from onboarding.model.errors import InvalidMessageError, MessageTooLargeError, ModelUnavailableError
 from onboarding.model.messages import Message, ToolCall
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.support.seed import commit
 
 

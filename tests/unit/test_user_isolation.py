@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from functions.api.app import create_app
+from functions.api.mobile_api.routes import create_app
 from onboarding.account import AccountService
 from onboarding.persistence import Repositories
-from onboarding.turns import TurnService
+from onboarding.turn.service import TurnService
 from tests.unit.conftest import TABLE
 
 pytestmark = pytest.mark.unit

@@ -25,14 +25,14 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from onboarding.account import AccountService
-    from onboarding.orchestrator import OnboardingAgentOrchestrator
     from onboarding.recall.indexer import MessageIndexer
     from onboarding.recall.recaller import Recaller
     from onboarding.rollout import MemoryFlags
     from onboarding.sms.intake import SmsIntake
     from onboarding.sms.responder import SmsResponder
     from onboarding.snapstart import Primer
-    from onboarding.turns import TurnService
+    from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+    from onboarding.turn.service import TurnService
 
 
 def _table_client(settings: Settings) -> "DynamoDBClient":
@@ -89,7 +89,7 @@ def build_orchestrator(
     settings: Settings, store: Repositories, llm: "BaseChatModel | None" = None
 ) -> "OnboardingAgentOrchestrator":
     from onboarding.llm.chat_model import build_chat_model
-    from onboarding.orchestrator import OnboardingAgentOrchestrator
+    from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 
     return OnboardingAgentOrchestrator(store.conversations, llm or build_chat_model(settings), settings)
 
@@ -139,7 +139,7 @@ def build_turn_service(
     from onboarding.llm.chat_model import build_chat_model
     from onboarding.llm.resilience import CircuitBreaker
     from onboarding.llm.summarizer import Summarizer
-    from onboarding.turns import TurnService
+    from onboarding.turn.service import TurnService
 
     store = store or build_repositories(settings)
     llm = llm or build_chat_model(settings)
@@ -187,7 +187,8 @@ def _model_parts(settings: Settings, also: Callable[[], None] | None = None) -> 
     clients = [client, llm.client]  # type: ignore[attr-defined]
     if recaller is not None:
         clients += recaller.clients
-    return ModelParts(client, store, llm, recaller, Primer(settings, store, llm, clients, also, recaller))
+    primer = Primer(settings, llm, clients, lambda offline: build_turn_service(offline, store, llm, recaller), also)
+    return ModelParts(client, store, llm, recaller, primer)
 
 
 def build_api(settings: Settings) -> ApiParts:

@@ -2,7 +2,7 @@
 
 A number that texted before it was linked is an SMS-only user with a memory of its own. Linking
 keeps that memory (decision 0015): its messages join the app user's timeline, its answers and
-profile are merged into the app user's (`memory.merging`), and then its own partition is erased.
+profile are merged into the app user's (`memory.merge_rules`), and then its own partition is erased.
 The merge runs right after the link; if it fails, the owner item keeps `merge_from` and the
 merge is finished before the number's next text is answered, so nothing is lost or left behind.
 If the app user is erased meanwhile, the merge writes nothing into their partition (each write
@@ -16,7 +16,7 @@ from aws_lambda_powertools import Logger
 from onboarding.audit import Caller, record_access
 from onboarding.config import Limits
 from onboarding.erasing import erase_memory
-from onboarding.memory.merging import merge_profile, merge_state, merge_summaries
+from onboarding.memory.merge_rules import merge_profile, merge_state, merge_summaries
 from onboarding.metrics import count_metric
 from onboarding.model.errors import MemoryChangedError, StoreError, UserErasedError
 from onboarding.model.records import PhoneOwner

@@ -20,12 +20,9 @@ See docs/decisions/0016-snapstart-priming.md.
 """
 
 import asyncio
-import contextlib
-import io
 import json
+import os
 import random
-import struct
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -35,6 +32,7 @@ from aws_lambda_powertools import Logger
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from onboarding.config import Settings
+from onboarding.llm.event_stream import encode_event
 from onboarding.llm.tools import tool_definitions
 from onboarding.model.state import OnboardingAgentType
 
@@ -42,30 +40,14 @@ if TYPE_CHECKING:
     from botocore.client import BaseClient
     from langchain_core.language_models import BaseChatModel
 
-    from onboarding.persistence import Repositories
-    from onboarding.recall.recaller import Recaller
-    from onboarding.turns import TurnService
+    from onboarding.turn.service import TurnService
 
 logger = Logger(child=True)
 
+METRICS_DISABLED = "POWERTOOLS_METRICS_DISABLED"  # Powertools' switch (aws_lambda_powertools.metrics)
+
 PRIMING_USER = "snapstart-priming"
 _HANDLER_ID = "onboarding-snapstart-priming"
-
-
-def _event(event_type: str, payload: dict[str, Any]) -> bytes:
-    """One AWS event-stream message (the framing botocore's decoder reads: prelude, headers, CRCs)."""
-    headers = b"".join(
-        bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
-        for name, value in (
-            (":event-type", event_type),
-            (":content-type", "application/json"),
-            (":message-type", "event"),
-        )
-    )
-    body = json.dumps(payload).encode()
-    prelude = struct.pack(">II", 16 + len(headers) + len(body), len(headers))
-    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
-    return message + struct.pack(">I", zlib.crc32(message))
 
 
 def _model_answer(call: int) -> bytes:
@@ -91,7 +73,7 @@ def _model_answer(call: int) -> bytes:
         "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
         "metrics": {"latencyMs": 1},
     }
-    return b"".join(_event(name, payload) for name, payload in [*events, ("metadata", usage)])
+    return b"".join(encode_event(name, payload) for name, payload in [*events, ("metadata", usage)])
 
 
 class _Raw:
@@ -156,12 +138,19 @@ def _answered_in_process(clients: Sequence["BaseClient"], dimensions: int) -> It
 
 @contextmanager
 def _metrics_off() -> Iterator[None]:
-    """The primed turn's metrics are dropped. Powertools prints each metric (Embedded Metric Format)
-    to standard output when it is written, and its `single_metric` ignores the setting that turns
-    metrics off; so what is printed meanwhile goes nowhere. Log lines are not affected: the logger
-    holds its own stream. Nothing else runs before a snapshot, so nothing else is lost."""
-    with contextlib.redirect_stdout(io.StringIO()):
+    """The primed turn's metrics are dropped, by Powertools' own switch: its metrics read
+    POWERTOOLS_METRICS_DISABLED at every flush (onboarding/metrics.py flushes each at once). The
+    switch is the process's environment, so it is set only meanwhile and then put back as it was;
+    nothing else runs before a snapshot, so nothing else is silenced."""
+    before = os.environ.get(METRICS_DISABLED)
+    os.environ[METRICS_DISABLED] = "true"
+    try:
         yield
+    finally:
+        if before is None:
+            del os.environ[METRICS_DISABLED]
+        else:
+            os.environ[METRICS_DISABLED] = before
 
 
 class Primer:
@@ -170,29 +159,28 @@ class Primer:
     def __init__(
         self,
         settings: Settings,
-        store: "Repositories",
         llm: "BaseChatModel",
         clients: Sequence["BaseClient"],
+        build_service: Callable[[Settings], "TurnService"],
         also: Callable[[], None] | None = None,
-        recaller: "Recaller | None" = None,
     ) -> None:
+        """`build_service`: a turn service over the function's own repositories, model and recall
+        (whose clients are among `clients`, so answered in process too), for the settings given.
+        Passed in by the composition root, so this module never imports it back."""
         self._settings = settings
-        self._store = store
         self._llm = llm
         self._clients = tuple(clients)
+        self._build_service = build_service
         self._also = also  # what else a first call would build (the worker: Twilio's message API)
-        self._recaller = recaller  # the live one's clients are among `clients`, answered in process too
 
     def _offline_service(self) -> "TurnService":
-        from onboarding.composition import build_turn_service
-
         # A breaker of its own: the live service's is never touched. The default flags, from no
         # store: AppConfig is not asked before the snapshot (a session started then would be
         # shared by every restored copy, and expire while the snapshot is stored).
         offline = self._settings.model_copy(
             update={"rate_limit_messages": 0, "feature_flags_application": None, "feature_flags_file": None}
         )
-        return build_turn_service(offline, self._store, self._llm, self._recaller)
+        return self._build_service(offline)
 
     async def prime(self) -> None:
         """Build what a first call would, answering every request in process. Never raises: a

@@ -13,7 +13,7 @@ from onboarding.config import DEFAULT_LIMITS, Limits
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import alternating_messages
 from onboarding.llm.prompt_fitting import FittedPrompt, PromptSection
-from onboarding.llm.prompts import PromptFacts, fit_system_prompt
+from onboarding.llm.system_prompt import PromptFacts, fit_system_prompt
 from onboarding.llm.tools import build_tools, tool_definitions
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.memory.recall import recall_lines, recall_section_tokens

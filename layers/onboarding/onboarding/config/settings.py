@@ -2,10 +2,9 @@
 the policies derived from the limits: no other module holds a default that could drift from these.
 """
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Self
+from typing import Self
 
-from pydantic import Field, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from onboarding.config.env import _FromEnv
 from onboarding.config.policies import (
@@ -48,152 +47,105 @@ class Limits(_FromEnv):
     # A turn ends by TURN_DEADLINE_S after it began (below the functions' 60 s timeout), keeping
     # the last TURN_STORE_RESERVE_S for storing the reply. Every client's timeouts and retries are
     # bounded to fit (see `_limits_agree`), and the deadline itself cuts what still runs over.
-    turn_deadline_s: float = Field(default=55.0, gt=0, le=900)
-    store_reserve_s: float = Field(default=10.0, gt=0)
-    model_max_attempts: int = Field(default=2, ge=1, le=10)
-    model_connect_timeout_s: float = Field(default=2.0, gt=0)
-    model_read_timeout_s: float = Field(default=15.0, gt=0)
-    model_max_tokens: int = Field(default=1024, ge=1)
-    model_temperature: float = Field(default=0.5, ge=0, le=1)
-    dynamodb_max_attempts: int = Field(default=3, ge=1, le=10)
-    dynamodb_connect_timeout_s: float = Field(default=1.0, gt=0)
-    dynamodb_read_timeout_s: float = Field(default=2.0, gt=0)
+    turn_deadline_s: float = Field(default=55.0, gt=0, le=900, validation_alias="TURN_DEADLINE_S")
+    store_reserve_s: float = Field(default=10.0, gt=0, validation_alias="TURN_STORE_RESERVE_S")
+    model_max_attempts: int = Field(default=2, ge=1, le=10, validation_alias="BEDROCK_MAX_ATTEMPTS")
+    model_connect_timeout_s: float = Field(default=2.0, gt=0, validation_alias="BEDROCK_CONNECT_TIMEOUT_S")
+    model_read_timeout_s: float = Field(default=15.0, gt=0, validation_alias="BEDROCK_READ_TIMEOUT_S")
+    model_max_tokens: int = Field(default=1024, ge=1, validation_alias="BEDROCK_MAX_TOKENS")
+    model_temperature: float = Field(default=0.5, ge=0, le=1, validation_alias="BEDROCK_TEMPERATURE")
+    dynamodb_max_attempts: int = Field(default=3, ge=1, le=10, validation_alias="DYNAMODB_MAX_ATTEMPTS")
+    dynamodb_connect_timeout_s: float = Field(default=1.0, gt=0, validation_alias="DYNAMODB_CONNECT_TIMEOUT_S")
+    dynamodb_read_timeout_s: float = Field(default=2.0, gt=0, validation_alias="DYNAMODB_READ_TIMEOUT_S")
     # Tries of a turn's commit when another turn saved the state or profile first (re-read, apply again).
-    memory_write_attempts: int = Field(default=5, ge=1, le=20)
+    memory_write_attempts: int = Field(default=5, ge=1, le=20, validation_alias="MEMORY_WRITE_ATTEMPTS")
     # The turn's one Query: this many newest messages, plus the state, profile and summary items
     # (the design card's "latest 20 messages").
-    history_load_limit: int = Field(default=20, ge=1, le=1000)
-    history_page_max: int = Field(default=100, ge=1, le=1000)
-    history_page_size: int = Field(default=20, ge=1, le=1000)  # a /history page when the app names no limit
+    history_load_limit: int = Field(default=20, ge=1, le=1000, validation_alias="HISTORY_LOAD_LIMIT")
+    history_page_max: int = Field(default=100, ge=1, le=1000, validation_alias="HISTORY_PAGE_MAX")
+    # A /history page when the app names no limit.
+    history_page_size: int = Field(default=20, ge=1, le=1000, validation_alias="HISTORY_PAGE_SIZE")
     # The fold's own read, when one is due: the oldest unsummarized messages, this many; and the
     # most estimated tokens of them one fold summarises (a backlog is caught up over several turns).
-    fold_read_limit: int = Field(default=200, ge=2, le=5000)
-    fold_max_tokens: int = Field(default=8_000, ge=100, le=100_000)
-    max_message_bytes: int = Field(default=32 * 1024, ge=1, le=256 * 1024)
-    rate_limit_messages: int = Field(default=20, ge=0, le=10_000)  # 0: no limit
-    rate_limit_window_s: int = Field(default=60, ge=1, le=24 * 3600)
-    model_stream_attempts: int = Field(default=3, ge=1, le=10)
-    model_retry_budget_s: float = Field(default=10.0, gt=0)
-    model_first_backoff_s: float = Field(default=0.5, gt=0)
-    model_max_backoff_s: float = Field(default=4.0, gt=0)
-    circuit_failure_threshold: int = Field(default=5, ge=1)
-    circuit_reset_s: float = Field(default=30.0, gt=0)
+    fold_read_limit: int = Field(default=200, ge=2, le=5000, validation_alias="FOLD_READ_LIMIT")
+    fold_max_tokens: int = Field(default=8_000, ge=100, le=100_000, validation_alias="FOLD_MAX_TOKENS")
+    max_message_bytes: int = Field(default=32 * 1024, ge=1, le=256 * 1024, validation_alias="MAX_MESSAGE_BYTES")
+    rate_limit_messages: int = Field(default=20, ge=0, le=10_000, validation_alias="RATE_LIMIT_MESSAGES")  # 0: no limit
+    rate_limit_window_s: int = Field(default=60, ge=1, le=24 * 3600, validation_alias="RATE_LIMIT_WINDOW_S")
+    model_stream_attempts: int = Field(default=3, ge=1, le=10, validation_alias="BEDROCK_STREAM_ATTEMPTS")
+    model_retry_budget_s: float = Field(default=10.0, gt=0, validation_alias="BEDROCK_RETRY_BUDGET_S")
+    model_first_backoff_s: float = Field(default=0.5, gt=0, validation_alias="BEDROCK_RETRY_FIRST_BACKOFF_S")
+    model_max_backoff_s: float = Field(default=4.0, gt=0, validation_alias="BEDROCK_RETRY_MAX_BACKOFF_S")
+    circuit_failure_threshold: int = Field(default=5, ge=1, validation_alias="CIRCUIT_FAILURE_THRESHOLD")
+    circuit_reset_s: float = Field(default=30.0, gt=0, validation_alias="CIRCUIT_RESET_S")
     # The store's breaker (decision 0010): turn reads failed in a row before turns stop reading, and for how long.
-    store_circuit_failure_threshold: int = Field(default=3, ge=1)
-    store_circuit_reset_s: float = Field(default=15.0, gt=0)
+    store_circuit_failure_threshold: int = Field(default=3, ge=1, validation_alias="STORE_CIRCUIT_FAILURE_THRESHOLD")
+    store_circuit_reset_s: float = Field(default=15.0, gt=0, validation_alias="STORE_CIRCUIT_RESET_S")
     # Memory beyond the window (docs/decisions/0011-memory-beyond-the-window.md).
-    token_budget: int = Field(default=12_000, ge=1000, le=200_000)
-    system_prompt_allowance: int = Field(default=5_000, ge=500)
-    window_max_messages: int = Field(default=15, ge=2, le=200)
-    window_max_tokens: int = Field(default=4_000, ge=100)
-    summary_max_tokens: int = Field(default=800, ge=50)
-    conversation_gap_s: int = Field(default=30 * 60, ge=1)
-    reset_keywords: tuple[str, ...] = ("start over", "reset", "new topic")
-    message_ttl_days: int = Field(default=365, ge=0, le=3650)  # 0: messages never expire
-    max_asks: int = Field(default=2, ge=1, le=10)
-    max_tool_rounds: int = Field(default=3, ge=1, le=10)
+    token_budget: int = Field(default=12_000, ge=1000, le=200_000, validation_alias="TOKEN_BUDGET")
+    system_prompt_allowance: int = Field(default=5_000, ge=500, validation_alias="SYSTEM_PROMPT_ALLOWANCE")
+    window_max_messages: int = Field(default=15, ge=2, le=200, validation_alias="WINDOW_MAX_MESSAGES")
+    window_max_tokens: int = Field(default=4_000, ge=100, validation_alias="WINDOW_MAX_TOKENS")
+    summary_max_tokens: int = Field(default=800, ge=50, validation_alias="SUMMARY_MAX_TOKENS")
+    conversation_gap_s: int = Field(default=30 * 60, ge=1, validation_alias="CONVERSATION_GAP_S")
+    reset_keywords: tuple[str, ...] = Field(
+        default=("start over", "reset", "new topic"), validation_alias="RESET_KEYWORDS"
+    )
+    # 0: messages never expire
+    message_ttl_days: int = Field(default=365, ge=0, le=3650, validation_alias="MESSAGE_TTL_DAYS")
+    max_asks: int = Field(default=2, ge=1, le=10, validation_alias="MAX_ASKS")
+    max_tool_rounds: int = Field(default=3, ge=1, le=10, validation_alias="MAX_TOOL_ROUNDS")
     # How long a client (or Twilio) message id is remembered: deliveries are retried for minutes
     # or hours, not weeks.
-    client_record_lifetime_s: int = Field(default=7 * 24 * 3600, ge=3600)
-    link_code_lifetime_s: int = Field(default=600, ge=60, le=24 * 3600)
-    erase_confirmation_window_s: int = Field(default=600, ge=60, le=24 * 3600)  # DELETE MY DATA, then YES DELETE
-    link_codes_per_window: int = Field(default=5, ge=1, le=1000)  # phone-link codes a user may create...
-    link_code_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)  # ... in this many seconds
+    client_record_lifetime_s: int = Field(default=7 * 24 * 3600, ge=3600, validation_alias="CLIENT_RECORD_LIFETIME_S")
+    link_code_lifetime_s: int = Field(default=600, ge=60, le=24 * 3600, validation_alias="LINK_CODE_LIFETIME_S")
+    # DELETE MY DATA, then YES DELETE
+    erase_confirmation_window_s: int = Field(
+        default=600, ge=60, le=24 * 3600, validation_alias="ERASE_CONFIRMATION_WINDOW_S"
+    )
+    # phone-link codes a user may create...
+    link_codes_per_window: int = Field(default=5, ge=1, le=1000, validation_alias="LINK_CODE_RATE_LIMIT")
+    # ... in this many seconds
+    link_code_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600, validation_alias="LINK_CODE_RATE_WINDOW_S")
     # LINK <code>, then YES within this many seconds: nothing is linked or merged before the phone agrees.
-    link_confirmation_window_s: int = Field(default=600, ge=60, le=24 * 3600)
-    link_failures_per_window: int = Field(default=5, ge=1, le=100)  # wrong codes one phone may send...
-    link_failure_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)  # ... then it is locked out till its end
+    link_confirmation_window_s: int = Field(
+        default=600, ge=60, le=24 * 3600, validation_alias="LINK_CONFIRMATION_WINDOW_S"
+    )
+    # wrong codes one phone may send...
+    link_failures_per_window: int = Field(default=5, ge=1, le=100, validation_alias="LINK_FAILURE_LIMIT")
+    # ... then it is locked out till its end
+    link_failure_window_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600, validation_alias="LINK_FAILURE_WINDOW_S")
     # Sized against SYSTEM_PROMPT_ALLOWANCE: what the prompt always shows must fit it (`_limits_agree`).
-    profile_value_chars: int = Field(default=200, ge=20, le=4000)
-    profile_other_facts: int = Field(default=20, ge=0, le=200)
+    profile_value_chars: int = Field(default=200, ge=20, le=4000, validation_alias="PROFILE_VALUE_CHARS")
+    profile_other_facts: int = Field(default=20, ge=0, le=200, validation_alias="PROFILE_OTHER_FACTS")
     # Earlier values kept per answer after corrections (the first one always stays; decision 0020).
-    answer_history_values: int = Field(default=10, ge=1, le=100)
-    write_attempts: int = Field(default=3, ge=1, le=10)  # fresh keys after a key collision
-    erase_batch_attempts: int = Field(default=8, ge=1, le=20)
+    answer_history_values: int = Field(default=10, ge=1, le=100, validation_alias="ANSWER_HISTORY_VALUES")
+    # fresh keys after a key collision
+    write_attempts: int = Field(default=3, ge=1, le=10, validation_alias="DYNAMODB_WRITE_ATTEMPTS")
+    erase_batch_attempts: int = Field(default=8, ge=1, le=20, validation_alias="ERASE_BATCH_ATTEMPTS")
     # How long an erase refuses the writes of turns that began before it: longer than a queued
     # text can wait (the SMS queue keeps messages 14 days).
-    erased_marker_lifetime_s: int = Field(default=15 * 24 * 3600, ge=3600)
+    erased_marker_lifetime_s: int = Field(default=15 * 24 * 3600, ge=3600, validation_alias="ERASED_MARKER_LIFETIME_S")
     # Feature flags (docs/rollout.md): how long fetched flags are used before they are fetched
     # again (a change reaches every instance within this), and how long one fetch may wait.
-    feature_flags_max_age_s: int = Field(default=60, ge=1, le=3600)
-    feature_flags_timeout_s: float = Field(default=1.0, gt=0, le=10)
+    feature_flags_max_age_s: int = Field(default=60, ge=1, le=3600, validation_alias="FEATURE_FLAGS_MAX_AGE_S")
+    feature_flags_timeout_s: float = Field(default=1.0, gt=0, le=10, validation_alias="FEATURE_FLAGS_TIMEOUT_S")
     # Recall of older messages (docs/decisions/0025-recall-of-older-messages.md): the "From earlier
     # conversations" section's own share of the token budget, how many matches the index is asked
     # for, and how long the turn waits for the embedding and the index query together.
-    recall_max_tokens: int = Field(default=2_000, ge=0, le=50_000)
-    recall_top_k: int = Field(default=40, ge=1, le=100)
-    recall_timeout_s: float = Field(default=1.0, gt=0, le=10)
+    recall_max_tokens: int = Field(default=2_000, ge=0, le=50_000, validation_alias="RECALL_MAX_TOKENS")
+    recall_top_k: int = Field(default=40, ge=1, le=100, validation_alias="RECALL_TOP_K")
+    recall_timeout_s: float = Field(default=1.0, gt=0, le=10, validation_alias="RECALL_TIMEOUT_S")
     # Titan Text Embeddings V2's output size (the index is made with the same), and how much text of a
     # message (with the one it answers) is embedded.
-    embedding_dimensions: int = Field(default=1024)
-    embedding_max_chars: int = Field(default=8_000, ge=100, le=50_000)
+    embedding_dimensions: int = Field(default=1024, validation_alias="EMBEDDING_DIMENSIONS")
+    embedding_max_chars: int = Field(default=8_000, ge=100, le=50_000, validation_alias="EMBEDDING_MAX_CHARS")
 
-    ENV_NAMES: ClassVar[dict[str, str]] = {
-        "model_max_attempts": "BEDROCK_MAX_ATTEMPTS",
-        "model_connect_timeout_s": "BEDROCK_CONNECT_TIMEOUT_S",
-        "model_read_timeout_s": "BEDROCK_READ_TIMEOUT_S",
-        "model_max_tokens": "BEDROCK_MAX_TOKENS",
-        "model_temperature": "BEDROCK_TEMPERATURE",
-        "dynamodb_max_attempts": "DYNAMODB_MAX_ATTEMPTS",
-        "dynamodb_connect_timeout_s": "DYNAMODB_CONNECT_TIMEOUT_S",
-        "dynamodb_read_timeout_s": "DYNAMODB_READ_TIMEOUT_S",
-        "turn_deadline_s": "TURN_DEADLINE_S",
-        "store_reserve_s": "TURN_STORE_RESERVE_S",
-        "memory_write_attempts": "MEMORY_WRITE_ATTEMPTS",
-        "history_load_limit": "HISTORY_LOAD_LIMIT",
-        "history_page_max": "HISTORY_PAGE_MAX",
-        "history_page_size": "HISTORY_PAGE_SIZE",
-        "fold_read_limit": "FOLD_READ_LIMIT",
-        "fold_max_tokens": "FOLD_MAX_TOKENS",
-        "max_message_bytes": "MAX_MESSAGE_BYTES",
-        "rate_limit_messages": "RATE_LIMIT_MESSAGES",
-        "rate_limit_window_s": "RATE_LIMIT_WINDOW_S",
-        "model_stream_attempts": "BEDROCK_STREAM_ATTEMPTS",
-        "model_retry_budget_s": "BEDROCK_RETRY_BUDGET_S",
-        "circuit_failure_threshold": "CIRCUIT_FAILURE_THRESHOLD",
-        "circuit_reset_s": "CIRCUIT_RESET_S",
-        "store_circuit_failure_threshold": "STORE_CIRCUIT_FAILURE_THRESHOLD",
-        "store_circuit_reset_s": "STORE_CIRCUIT_RESET_S",
-        "token_budget": "TOKEN_BUDGET",
-        "system_prompt_allowance": "SYSTEM_PROMPT_ALLOWANCE",
-        "window_max_messages": "WINDOW_MAX_MESSAGES",
-        "window_max_tokens": "WINDOW_MAX_TOKENS",
-        "summary_max_tokens": "SUMMARY_MAX_TOKENS",
-        "conversation_gap_s": "CONVERSATION_GAP_S",
-        "message_ttl_days": "MESSAGE_TTL_DAYS",
-        "max_asks": "MAX_ASKS",
-        "max_tool_rounds": "MAX_TOOL_ROUNDS",
-        "link_code_lifetime_s": "LINK_CODE_LIFETIME_S",
-        "erase_confirmation_window_s": "ERASE_CONFIRMATION_WINDOW_S",
-        "link_codes_per_window": "LINK_CODE_RATE_LIMIT",
-        "link_code_window_s": "LINK_CODE_RATE_WINDOW_S",
-        "link_confirmation_window_s": "LINK_CONFIRMATION_WINDOW_S",
-        "link_failures_per_window": "LINK_FAILURE_LIMIT",
-        "link_failure_window_s": "LINK_FAILURE_WINDOW_S",
-        "model_first_backoff_s": "BEDROCK_RETRY_FIRST_BACKOFF_S",
-        "model_max_backoff_s": "BEDROCK_RETRY_MAX_BACKOFF_S",
-        "client_record_lifetime_s": "CLIENT_RECORD_LIFETIME_S",
-        "profile_value_chars": "PROFILE_VALUE_CHARS",
-        "profile_other_facts": "PROFILE_OTHER_FACTS",
-        "answer_history_values": "ANSWER_HISTORY_VALUES",
-        "write_attempts": "DYNAMODB_WRITE_ATTEMPTS",
-        "erase_batch_attempts": "ERASE_BATCH_ATTEMPTS",
-        "erased_marker_lifetime_s": "ERASED_MARKER_LIFETIME_S",
-        "feature_flags_max_age_s": "FEATURE_FLAGS_MAX_AGE_S",
-        "feature_flags_timeout_s": "FEATURE_FLAGS_TIMEOUT_S",
-        "recall_max_tokens": "RECALL_MAX_TOKENS",
-        "recall_top_k": "RECALL_TOP_K",
-        "recall_timeout_s": "RECALL_TIMEOUT_S",
-        "embedding_dimensions": "EMBEDDING_DIMENSIONS",
-        "embedding_max_chars": "EMBEDDING_MAX_CHARS",
-    }
-
+    @field_validator("reset_keywords", mode="before")
     @classmethod
-    def _env_values(cls, env: Mapping[str, str]) -> dict[str, Any]:
-        values = super()._env_values(env)
-        if "RESET_KEYWORDS" in env:  # comma-separated
-            values["reset_keywords"] = tuple(k.strip() for k in env["RESET_KEYWORDS"].split(",") if k.strip())
-        return values
+    def _comma_separated(cls, value: object) -> object:
+        """RESET_KEYWORDS is comma-separated; blanks between commas are dropped."""
+        return tuple(k.strip() for k in value.split(",") if k.strip()) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _limits_agree(self) -> Self:
@@ -321,31 +273,20 @@ DEFAULT_LIMITS = Limits()
 class Settings(Limits):
     """The limits, plus where the deployment's things are (the table, the region, the model)."""
 
-    table_name: str = Field(min_length=3)
-    region: str = "us-east-1"
-    model_id: str = DEFAULT_MODEL_ID
+    table_name: str = Field(min_length=3, validation_alias="TABLE_NAME")
+    # Lambda sets AWS_REGION; AWS_DEFAULT_REGION is the SDKs' other name for it.
+    region: str = Field(default="us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"))
+    model_id: str = Field(default=DEFAULT_MODEL_ID, validation_alias="BEDROCK_MODEL_ID")
     # Where the feature flags come from (docs/rollout.md): the AppConfig application, environment
     # and configuration profile, or a JSON file (local runs). Neither: the default flags.
-    feature_flags_application: str | None = None
-    feature_flags_environment: str | None = None
-    feature_flags_profile: str | None = None
-    feature_flags_file: str | None = None
+    feature_flags_application: str | None = Field(default=None, validation_alias="FEATURE_FLAGS_APPLICATION")
+    feature_flags_environment: str | None = Field(default=None, validation_alias="FEATURE_FLAGS_ENVIRONMENT")
+    feature_flags_profile: str | None = Field(default=None, validation_alias="FEATURE_FLAGS_PROFILE")
+    feature_flags_file: str | None = Field(default=None, validation_alias="FEATURE_FLAGS_FILE")
     # The recall index (an S3 Vectors index, by ARN) and the embedding model. Without an index the
     # turns recall nothing (the feature is off, as before it existed).
-    recall_index_arn: str | None = None
-    embedding_model_id: str = DEFAULT_EMBEDDING_MODEL_ID
-
-    ENV_NAMES: ClassVar[dict[str, str]] = {
-        **Limits.ENV_NAMES,
-        "table_name": "TABLE_NAME",
-        "model_id": "BEDROCK_MODEL_ID",
-        "recall_index_arn": "RECALL_INDEX_ARN",
-        "embedding_model_id": "EMBEDDING_MODEL_ID",
-        "feature_flags_application": "FEATURE_FLAGS_APPLICATION",
-        "feature_flags_environment": "FEATURE_FLAGS_ENVIRONMENT",
-        "feature_flags_profile": "FEATURE_FLAGS_PROFILE",
-        "feature_flags_file": "FEATURE_FLAGS_FILE",
-    }
+    recall_index_arn: str | None = Field(default=None, validation_alias="RECALL_INDEX_ARN")
+    embedding_model_id: str = Field(default=DEFAULT_EMBEDDING_MODEL_ID, validation_alias="EMBEDDING_MODEL_ID")
 
     @model_validator(mode="after")
     def _one_flag_source(self) -> Self:
@@ -355,10 +296,3 @@ class Settings(Limits):
                 "FEATURE_FLAGS_APPLICATION, FEATURE_FLAGS_ENVIRONMENT and FEATURE_FLAGS_PROFILE are set together"
             )
         return self
-
-    @classmethod
-    def _env_values(cls, env: Mapping[str, str]) -> dict[str, Any]:
-        values = super()._env_values(env)
-        if region := env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"):
-            values["region"] = region
-        return values

@@ -1,6 +1,6 @@
 """Owns how the user's memory is shown in the system prompt: its sections (what is known, about the
 client, the summary), their texts, which items are kept first, which give way first, and the one
-line that says what gave way (llm/prompt_fitting.py fits them; llm/prompts.py holds the rest of
+line that says what gave way (llm/prompt_fitting.py fits them; llm/system_prompt.py holds the rest of
 the prompt's text).
 
 What is kept first: the current step's answers (and what it could not answer). Then, in turns:

@@ -3,7 +3,7 @@
 A fold runs after the turn's reply is stored, inside the same invocation, as one model call
 without tools. If it fails, nothing is lost: the messages stay unsummarized, and the next turn's
 fold takes them (folds are computed from what is stored, not remembered). Storing the new summary
-is the turn's job (`onboarding.turns`), like every other write of a turn.
+is the turn's job (`onboarding.turn.service`), like every other write of a turn.
 """
 
 from collections.abc import Sequence
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from onboarding.llm.prompts import SUMMARY_SYSTEM_PROMPT, render_summary_request
+from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT, render_summary_request
 from onboarding.memory.transcript import cap_summary, transcript_lines
 from onboarding.model.messages import Message
 from onboarding.model.records import ConversationSummary

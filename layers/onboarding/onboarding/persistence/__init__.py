@@ -18,7 +18,7 @@ from onboarding.persistence.capacity import count_capacity
 from onboarding.persistence.conversation import ConversationRepository
 from onboarding.persistence.erasure import Eraser
 from onboarding.persistence.link_requests import LinkRequests
-from onboarding.persistence.merging import PartitionMerger
+from onboarding.persistence.merge_writes import PartitionMerger
 from onboarding.persistence.phones import PhoneDirectory
 from onboarding.persistence.rate_limit import RateLimiter
 from onboarding.persistence.turn_writes import TurnWriter

@@ -18,8 +18,8 @@ from onboarding.model.users import new_sms_user_id
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import normalize_link_code
 from onboarding.recall.vectors import VectorIndex
-from onboarding.sms.messages import InboundSms, OptOut, SmsTurnRequest
 from onboarding.sms.queue import TurnQueue
+from onboarding.sms.text_requests import InboundSms, OptOut, SmsTurnRequest
 
 logger = Logger(child=True)
 

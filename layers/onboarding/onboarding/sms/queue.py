@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from onboarding.sms.messages import SmsTurnRequest
+from onboarding.sms.text_requests import SmsTurnRequest
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

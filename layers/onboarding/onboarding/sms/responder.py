@@ -10,10 +10,10 @@ from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, 
 from onboarding.model.records import PhoneOwner
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
-from onboarding.sms.messages import SmsTurnRequest
 from onboarding.sms.sender import RecipientOptedOutError, SmsSender, UndeliverableError
 from onboarding.sms.split import split_message
-from onboarding.turns import TurnService
+from onboarding.sms.text_requests import SmsTurnRequest
+from onboarding.turn.service import TurnService
 
 logger = Logger(child=True)
 

@@ -20,7 +20,7 @@ from aws_lambda_powertools import Logger
 from onboarding.audit import Caller, context_counts, record_access
 from onboarding.config import Limits
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
-from onboarding.llm.prompts import reset_reply
+from onboarding.llm.fixed_replies import reset_reply
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.llm.summarizer import Summarizer
 from onboarding.memory.conversations import is_reset_command
@@ -34,20 +34,20 @@ from onboarding.model.errors import (
     MessageTooLargeError,
     StoreError,
 )
-from onboarding.model.messages import Message
 from onboarding.model.records import TurnContext
 from onboarding.model.text import is_blank, normalized_text
-from onboarding.orchestrator import (
+from onboarding.persistence import Repositories
+from onboarding.persistence.keys import CLIENT_ID_PATTERN
+from onboarding.recall.recaller import NOT_TRIED, Recall, Recaller
+from onboarding.telemetry import TurnLedger, counting, turn_received
+from onboarding.turn.orchestrator import (
     OnboardingAgentOrchestrator,
     PreparedTurn,
     degraded_context,
     single_prompt_context,
 )
-from onboarding.persistence import Repositories
-from onboarding.persistence.keys import CLIENT_ID_PATTERN
-from onboarding.recall.recaller import NOT_TRIED, Recall, Recaller
-from onboarding.telemetry import TurnLedger, counting, turn_received
-from onboarding.turn import Deadline, Turn, TurnDependencies, TurnResult
+from onboarding.turn.parts import Deadline, Delivery, TurnDependencies, TurnResult, TurnWatch
+from onboarding.turn.run import Turn
 
 logger = Logger(child=True)
 
@@ -141,6 +141,7 @@ class TurnService:
         is refused like any blank one.
         """
         deadline, ledger = Deadline(self._limits.turn_deadline_s), TurnLedger(channel)
+        watch = TurnWatch(deadline, ledger)
         if not user_id:
             raise InvalidMessageError("a user id is required")
         # Normalised once, here where every channel's turn comes in: what is checked, stored and
@@ -164,9 +165,7 @@ class TurnService:
                     _cancel(recalling)
                     raise
                 recall = await self._finish_recall(recalling, user_id, caller, ledger)
-                return self._turn(
-                    user_id, loaded, message, user_message, deadline, since_ms, ledger, features, recall=recall
-                )
+                return self._turn(user_id, loaded, Delivery(user_message, message, since_ms), watch, features, recall)
             if not CLIENT_ID_PATTERN.match(client_message_id):
                 raise InvalidMessageError("a client message id is 1 to 128 letters, digits or _.:-")
             try:
@@ -178,7 +177,7 @@ class TurnService:
             if claimed.reply is not None:
                 logger.info("Repeated delivery of an answered message; replaying the stored reply")
                 turn_received(ledger)
-                return Turn.replay(self._deps, claimed, deadline, ledger)
+                return Turn.replay(self._deps, claimed, watch)
             recalling = self._start_recall(user_id, message, features, deadline)
             try:
                 loaded = await self._context(user_id, features, caller, claimed.user_message.message_id)
@@ -186,20 +185,8 @@ class TurnService:
                 _cancel(recalling)
                 raise
             recall = await self._finish_recall(recalling, user_id, caller, ledger)
-        user_message = claimed.user_message
-        return self._turn(
-            user_id,
-            loaded,
-            message,
-            user_message,
-            deadline,
-            since_ms,
-            ledger,
-            features,
-            client_message_id,
-            claimed.lease,
-            recall,
-        )
+        delivery = Delivery(claimed.user_message, message, since_ms, client_message_id, claimed.lease)
+        return self._turn(user_id, loaded, delivery, watch, features, recall)
 
     async def preview(
         self, user_id: str, message: str, caller: Caller, features: MemoryFeatures | None = None
@@ -275,39 +262,23 @@ class TurnService:
         self,
         user_id: str,
         loaded: TurnContext,
-        message: str,
-        user_message: Message,
-        deadline: Deadline,
-        since_ms: int,
-        ledger: TurnLedger,
+        delivery: Delivery,
+        watch: TurnWatch,
         features: MemoryFeatures,
-        client_message_id: str | None = None,
-        lease: str | None = None,
         recall: Recall = NOT_TRIED,
     ) -> Turn:
         # A turn that could not read its memory does not pretend to remember, recalled or not.
         recalled = () if loaded.degraded else recall.messages
-        prepared = self._orchestrator.prepare(user_id, loaded, user_message, features, recalled)
+        prepared = self._orchestrator.prepare(user_id, loaded, delivery.user_message, features, recalled)
         fixed_reply = None
-        if is_reset_command(message, self._limits.reset_keywords):
+        if is_reset_command(delivery.text, self._limits.reset_keywords):
             logger.info("Reset requested: a new conversation starts")
             complete = prepared.agent.context.completed_at is not None and not loaded.degraded
             fixed_reply = reset_reply(prepared.agent.agent_type, complete)
-        context = prepared.agent.context
+        context, ledger = prepared.agent.context, watch.ledger
         ledger.step = prepared.agent.agent_type.value
         ledger.history_messages = len(context.conversation_history)
         ledger.waiting_for = context.waiting_for.field if context.waiting_for else None
         ledger.memory_unavailable = prepared.memory_unavailable
         turn_received(ledger)
-        return Turn(
-            prepared,
-            self._deps,
-            message,
-            user_message,
-            deadline,
-            since_ms,
-            ledger,
-            client_message_id,
-            fixed_reply,
-            lease=lease,
-        )
+        return Turn(self._deps, delivery, watch, prepared, fixed_reply)

@@ -2,7 +2,7 @@
 
 It reads the oldest unsummarized messages itself (the turn read only the newest ones), and only
 when a fold is due, so most turns stay one read; the read is at most FOLD_READ_LIMIT messages and
-the fold at most FOLD_MAX_TOKENS of them, oldest first (`memory.fold.fold_batch`). A backlog (folds
+the fold at most FOLD_MAX_TOKENS of them, oldest first (`memory.fold_rules.fold_batch`). A backlog (folds
 that failed, the memory or the summary switched off for a while) is due whenever the turn's read
 did not reach back to the summary, and is caught up over as many turns as it needs, in order. It
 never raises: a failed fold loses nothing, because the next turn computes the same fold from what
@@ -11,28 +11,23 @@ is stored.
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
 from onboarding.config.flags import MemoryFeatures
 from onboarding.memory.conversations import conversation_start
-from onboarding.memory.fold import fold_batch, fold_reach, read_reached_summary
+from onboarding.memory.fold_rules import fold_batch, fold_reach, read_reached_summary
 from onboarding.memory.window import units_of
 from onboarding.metrics import count_metric
 from onboarding.model.messages import Message
 from onboarding.model.records import ConversationSummary
-from onboarding.orchestrator import PreparedTurn
-
-if TYPE_CHECKING:
-    from onboarding.turn import TurnDependencies
+from onboarding.turn.orchestrator import PreparedTurn
+from onboarding.turn.parts import TurnDependencies
 
 logger = Logger(child=True)
 
 
-async def fold_summary(
-    deps: "TurnDependencies", prepared: PreparedTurn, new: tuple[Message, ...], since_ms: int
-) -> None:
+async def fold_summary(deps: TurnDependencies, prepared: PreparedTurn, new: tuple[Message, ...], since_ms: int) -> None:
     """Fold what left the window into the summary, given what the turn read and what it stored."""
     if prepared.loaded.degraded:
         return
@@ -42,7 +37,7 @@ async def fold_summary(
 
 
 async def fold_if_due(
-    deps: "TurnDependencies",
+    deps: TurnDependencies,
     user_id: str,
     messages: Sequence[Message],
     summary: ConversationSummary | None,

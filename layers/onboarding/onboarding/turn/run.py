@@ -1,5 +1,9 @@
 """Owns a turn in progress: streaming the agent's reply, committing what it produced, and the fold.
 
+A turn is built from its named parts (turn/parts.py): what the service's turns share, the delivery
+it answers, its watch (deadline and ledger), and the agent prepared for it; a repeated delivery of
+an answered message is the other way in, `Turn.replay`, which never calls the model.
+
 Iterate a `Turn` for the reply's chunks; `result` is set once it finished. Then `fold_summary()`
 folds what left the window into the summary: handlers call it after the reply reached the person
 and before their response ends, so it finishes inside the invocation that answered (a task left
@@ -10,19 +14,13 @@ model ends the turn with an error the handler reports, never with the function's
 """
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from datetime import datetime
 from typing import TypeVar
 
 from aws_lambda_powertools import Logger
 
-from onboarding.config import Limits
-from onboarding.folding import fold_summary
-from onboarding.llm.prompts import MEMORY_UNAVAILABLE_NOTICE
-from onboarding.llm.resilience import CircuitBreaker, open_stream
-from onboarding.llm.summarizer import Summarizer
+from onboarding.llm.fixed_replies import MEMORY_UNAVAILABLE_NOTICE
+from onboarding.llm.resilience import open_stream
 from onboarding.metrics import count_metric
 from onboarding.model.errors import (
     CoachUnavailableError,
@@ -35,45 +33,14 @@ from onboarding.model.errors import (
 from onboarding.model.messages import Message
 from onboarding.model.records import ClaimedTurn, TurnCommit
 from onboarding.model.text import is_blank
-from onboarding.orchestrator import PreparedTurn
-from onboarding.persistence import Repositories
 from onboarding.telemetry import TurnLedger, counting, fold_accounted, turn_responded
+from onboarding.turn.orchestrator import PreparedTurn
+from onboarding.turn.parts import Delivery, TurnDependencies, TurnResult, TurnWatch
+from onboarding.turn.summary_fold import fold_summary
 
 logger = Logger(child=True)
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    user_message: Message
-    assistant_message: Message | None
-    reply: str
-    replayed: bool = False  # an earlier delivery of the same client message id already answered it
-    delivered: bool = False  # ... and its reply is recorded as having reached the person
-
-
-@dataclass(frozen=True)
-class TurnDependencies:
-    """What every turn of a service shares: the repositories, the model guards, the memory rules."""
-
-    store: Repositories
-    limits: Limits
-    breaker: CircuitBreaker
-    summarizer: Summarizer | None
-    clock: Callable[[], datetime]
-
-
-class Deadline:
-    """When a turn must be over (`turn_deadline_s` after it began), on the monotonic clock."""
-
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._ends = clock() + seconds
-
-    def left(self, keep_s: float = 0.0) -> float:
-        """Seconds until the deadline, less `keep_s` (never below zero)."""
-        return max(0.0, self._ends - keep_s - self._clock())
 
 
 class TurnTimedOutError(ModelUnavailableError):
@@ -100,40 +67,37 @@ class Turn:
 
     def __init__(
         self,
-        prepared: PreparedTurn | None,
         deps: TurnDependencies,
-        message: str,
-        user_message: Message,
-        deadline: Deadline,
-        since_ms: int,
-        ledger: TurnLedger,
-        client_message_id: str | None = None,
+        delivery: Delivery,
+        watch: TurnWatch,
+        prepared: PreparedTurn,
         fixed_reply: str | None = None,
-        claimed: ClaimedTurn | None = None,
-        lease: str | None = None,
     ) -> None:
-        """`lease`: this delivery's hold on `client_message_id` (decision 0009), released if the
-        turn ends without a stored reply, so a retry need not wait for it to run out."""
-        self._prepared = prepared
-        self._lease = lease
-        self._ledger = ledger
-        self._started = False
-        self._deps = deps
-        self._message = message
-        self._deadline = deadline
-        self._since_ms = since_ms
-        self._client_message_id = client_message_id
+        """A turn that answers `delivery` with the agent `prepared` for it, or with `fixed_reply`
+        (a reset: said by us, not the model)."""
+        self._start(deps, delivery, watch)
+        self._prepared: PreparedTurn | None = prepared
         self._fixed_reply = fixed_reply
-        self._claimed = claimed
-        self._stored: tuple[Message, ...] = ()
-        self.user_message = user_message
-        self.result: TurnResult | None = None
+        self._claimed: ClaimedTurn | None = None
 
     @classmethod
-    def replay(cls, deps: TurnDependencies, claimed: ClaimedTurn, deadline: Deadline, ledger: TurnLedger) -> "Turn":
-        """A repeated delivery of an answered message: the stored reply, without the model."""
+    def replay(cls, deps: TurnDependencies, claimed: ClaimedTurn, watch: TurnWatch) -> "Turn":
+        """A repeated delivery of an answered message: the stored reply, without the model. Nothing
+        is prepared, committed, folded or released for it."""
+        turn = cls.__new__(cls)
         message = claimed.user_message
-        return cls(None, deps, message.content, message, deadline, 0, ledger, claimed=claimed)
+        turn._start(deps, Delivery(message, message.content, 0), watch)
+        turn._prepared, turn._fixed_reply, turn._claimed = None, None, claimed
+        return turn
+
+    def _start(self, deps: TurnDependencies, delivery: Delivery, watch: TurnWatch) -> None:
+        self._deps = deps
+        self._delivery = delivery
+        self._deadline, self._ledger = watch.deadline, watch.ledger
+        self._started = False
+        self._stored: tuple[Message, ...] = ()
+        self.user_message = delivery.user_message
+        self.result: TurnResult | None = None
 
     async def _model_wait(self, awaitable: Awaitable[T]) -> T:
         """`awaitable`, cut at the turn's deadline less the time kept for storing the reply."""
@@ -167,12 +131,11 @@ class Turn:
         A blocking call, on purpose: a turn cancelled with its client's connection cannot await
         anything any more. Best effort: if it fails, the hold runs out by itself."""
         answered = self.result is not None and self.result.assistant_message is not None
-        if self._lease is None or self._client_message_id is None or self._prepared is None or answered:
+        client_id, lease = self._delivery.client_message_id, self._delivery.lease
+        if lease is None or client_id is None or self._prepared is None or answered:
             return
         try:
-            self._deps.store.writes.release_claim(
-                self._prepared.agent.context.user_id, self._client_message_id, self._lease
-            )
+            self._deps.store.writes.release_claim(self._prepared.agent.context.user_id, client_id, lease)
         except StoreError as error:
             logger.warning("Could not release an unanswered message id", extra={"reason": error.reason})
 
@@ -214,7 +177,7 @@ class Turn:
             parts.append(MEMORY_UNAVAILABLE_NOTICE)
             yield MEMORY_UNAVAILABLE_NOTICE
         try:
-            opening = open_stream(lambda: agent.stream_response(self._message), self._deps.limits.retry)
+            opening = open_stream(lambda: agent.stream_response(self._delivery.text), self._deps.limits.retry)
             stream, first = await self._model_wait(opening)
             if first is not None:
                 parts.append(first)
@@ -279,10 +242,10 @@ class Turn:
                 memory=memory,
                 state=working.state if working.state_changed and not loaded.degraded else None,
                 profile=working.profile if working.profile_changed and not loaded.degraded else None,
-                client_id=self._client_message_id,
+                client_id=self._delivery.client_message_id,
                 reply_text=reply_text,
-                since_ms=self._since_ms,
-                lease=self._lease,
+                since_ms=self._delivery.since_ms,
+                lease=self._delivery.lease,
             )
             try:
                 committed = await self._store(store.writes.commit_reply, commit)
@@ -309,7 +272,9 @@ class Turn:
         try:
             async with asyncio.timeout(self._deadline.left()):
                 with counting(ledger := TurnLedger(self._ledger.channel)):
-                    await fold_summary(self._deps, self._prepared, (self.user_message, *self._stored), self._since_ms)
+                    await fold_summary(
+                        self._deps, self._prepared, (self.user_message, *self._stored), self._delivery.since_ms
+                    )
                 fold_accounted(ledger)
         except TimeoutError:
             logger.warning("Summary fold cut at the turn's deadline; the next turn folds instead")

@@ -1,9 +1,15 @@
 """Owns how the API answers a failure: one table from domain exception to (status, code, message),
-used by the JSON responses and the SSE `error` events alike."""
+used by the JSON responses and the SSE `error` events alike, and the app's handlers that answer
+with it (domain errors, the framework's own rejections, anything unforeseen)."""
 
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from onboarding.model.errors import (
     CoachUnavailableError,
@@ -18,6 +24,8 @@ from onboarding.model.errors import (
     TurnInProgressError,
     UserErasedError,
 )
+
+from .log import logger
 
 STORE_RETRY_AFTER_S = 2  # a store failure is usually over in seconds (botocore already retried)
 
@@ -96,3 +104,48 @@ def failure_of(error: Exception, message_kept: bool = False) -> ApiFailure:
         )
         retry_after = STORE_RETRY_AFTER_S
     return ApiFailure(status, code, message, retry_after)
+
+
+def failure_response(failure: ApiFailure) -> JSONResponse:
+    return JSONResponse(failure.body(), status_code=failure.status, headers=failure.headers())
+
+
+def log_failure(error: Exception) -> None:
+    if isinstance(error, StoreError):
+        logger.warning("Store failed", extra={"reason": error.reason})
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, error: ApiError) -> JSONResponse:
+        return failure_response(error.failure)
+
+    for kind in HANDLED:
+
+        @app.exception_handler(kind)
+        async def domain_error(_: Request, error: Exception) -> JSONResponse:
+            log_failure(error)
+            return failure_response(failure_of(error))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, error: HTTPException) -> JSONResponse:
+        """The framework's own rejections (unparsable body, unknown route, wrong method) in our error shape."""
+        status = HTTPStatus(error.status_code)
+        code = "invalid_request" if status == HTTPStatus.BAD_REQUEST else status.phrase.lower().replace(" ", "_")
+        failure = ApiFailure(status, code, str(error.detail))
+        return JSONResponse(failure.body(), status_code=status, headers=error.headers)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        """Anything unforeseen: logged with its trace, answered in the API's error shape."""
+        logger.exception("Unexpected error", extra={"path": request.url.path})
+        return failure_response(INTERNAL_ERROR)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        logger.info("Rejected request", extra={"path": request.url.path})
+        details = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in error.errors()]
+        failure = ApiFailure(
+            HTTPStatus.BAD_REQUEST, "invalid_request", "the request does not match the API", None, details
+        )
+        return failure_response(failure)

@@ -1,6 +1,6 @@
 """Owns the table side of joining an SMS-only user to an app user: reading the SMS partition,
 copying its messages and message-id records, and writing the merged state, profile and summary
-(the rules are `memory.merging`; the steps are `onboarding.linking`).
+(the rules are `memory.merge_rules`; the steps are `onboarding.linking`).
 
 Every write into the app user's partition carries the erasure guard (`writing.erasure_guard`): an
 erase of the app user after the link refuses it (UserErasedError), so a merge still running can

@@ -1,6 +1,8 @@
-"""Encoder for the binary AWS event-stream framing (`application/vnd.amazon.eventstream`).
+"""Owns writing the binary AWS event-stream framing (`application/vnd.amazon.eventstream`): what
+Bedrock's ConverseStream answers in, written where the product answers for the model itself (the
+SnapStart primer's offline turn, onboarding/snapstart.py) and by the local Bedrock emulator.
 
-botocore ships only the decoder (`botocore.eventstream`); a server has to write the frames:
+botocore ships only the decoder (`botocore.eventstream`), so the one encoder is here:
 
     total length (4) | headers length (4) | prelude CRC32 (4) | headers | payload | message CRC32 (4)
 

@@ -1,0 +1,141 @@
+"""Owns what each onboarding step collects and how the coach asks for it: the persona, the rules
+against asking again, each step's `field: question` lines, and what each item is called.
+
+The question is what the coach asks when the field is still unknown; the rules forbid asking
+again for anything that the conversation or an earlier step already answered. The system prompt
+is put together from these in llm/system_prompt.py.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from onboarding.model.answers import step_answers
+from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType
+
+
+@dataclass(frozen=True)
+class CollectedField:
+    key: str
+    question: str
+
+
+@dataclass(frozen=True)
+class StepPrompt:
+    title: str
+    purpose: str
+    fields: tuple[CollectedField, ...]
+
+
+COACH_PERSONA = (
+    "You are Coach, a warm, concise personal fitness coach onboarding a new client by chat or SMS. "
+    "Keep replies short (at most three sentences), ask one question at a time, and never give "
+    "medical advice."
+)
+
+NO_REASK_RULES = (
+    "Rules:\n"
+    "- Read the whole conversation before you answer. Never ask again for anything the client "
+    "already told you, in this conversation or in an earlier step (see 'Already known').\n"
+    "- Acknowledge what the client just said, then ask the next missing item.\n"
+    "- When every item of this step is known, summarise it in one sentence and say what comes next."
+)
+
+STEP_PROMPTS: Mapping[OnboardingAgentType, StepPrompt] = {
+    OnboardingAgentType.FITNESS_ASSESSMENT: StepPrompt(
+        title="Fitness assessment",
+        purpose="Find out where the client is starting from, so every later plan is safe and realistic.",
+        fields=(
+            CollectedField(
+                "fitness_level",
+                "How would you describe your current fitness level: beginner, intermediate or advanced?",
+            ),
+            CollectedField("current_activity", "What exercise do you do in a typical week right now?"),
+            CollectedField("limitations", "Do you have any injuries, pain or health conditions I should plan around?"),
+            CollectedField("age_and_body", "How old are you, and roughly what are your height and weight?"),
+        ),
+    ),
+    OnboardingAgentType.GOAL_SETTING: StepPrompt(
+        title="Goal setting",
+        purpose="Agree on one primary goal that is specific, measurable and has a time frame.",
+        fields=(
+            CollectedField(
+                "primary_goal",
+                "What is the main thing you want to achieve: lose fat, build muscle, get fitter, or something else?",
+            ),
+            CollectedField(
+                "target", "What would success look like in numbers, for example a weight, a distance or a lift?"
+            ),
+            CollectedField("timeline", "By when would you like to reach that?"),
+            CollectedField("motivation", "Why does this goal matter to you right now?"),
+        ),
+    ),
+    OnboardingAgentType.WORKOUT_PLANNING: StepPrompt(
+        title="Workout planning",
+        purpose="Shape a weekly training plan that fits the client's level, goal, equipment and time.",
+        fields=(
+            CollectedField("days_per_week", "How many days a week can you train?"),
+            CollectedField("session_length", "How long can each session be?"),
+            CollectedField("equipment", "Where will you train, and what equipment do you have?"),
+            CollectedField("exercise_preferences", "Are there exercises you love or want to avoid?"),
+        ),
+    ),
+    OnboardingAgentType.DIET_PLANNING: StepPrompt(
+        title="Diet planning",
+        purpose="Set up eating habits that support the goal and respect the client's diet and allergies.",
+        fields=(
+            CollectedField("dietary_pattern", "Do you follow a particular diet, such as vegetarian, vegan or halal?"),
+            CollectedField("allergies", "Do you have any food allergies or intolerances?"),
+            CollectedField("meals_per_day", "How many meals a day do you usually eat?"),
+            CollectedField("cooking", "How much time do you have for cooking on a normal day?"),
+        ),
+    ),
+    OnboardingAgentType.SCHEDULING: StepPrompt(
+        title="Scheduling",
+        purpose="Put the plan into the client's week and agree how and when the coach checks in.",
+        fields=(
+            CollectedField("training_days", "Which days of the week will you train?"),
+            CollectedField("training_time", "What time of day suits you best for training?"),
+            CollectedField("timezone", "Which time zone are you in?"),
+            CollectedField("check_ins", "How often would you like me to check in with you, and by app or SMS?"),
+        ),
+    ),
+}
+
+
+# What each item is, in a few words: how the correction tools list the items of every step.
+ITEM_ABOUT: Mapping[str, str] = {
+    "fitness_level": "fitness level",
+    "current_activity": "current weekly exercise",
+    "limitations": "injuries, pain, health conditions",
+    "age_and_body": "age, height, weight",
+    "primary_goal": "main goal",
+    "target": "success in numbers",
+    "timeline": "target date",
+    "motivation": "why the goal matters",
+    "days_per_week": "training days a week",
+    "session_length": "session length",
+    "equipment": "training place and equipment",
+    "exercise_preferences": "exercises loved or avoided",
+    "dietary_pattern": "diet",
+    "allergies": "food allergies, intolerances",
+    "meals_per_day": "meals a day",
+    "cooking": "cooking time",
+    "training_days": "which weekdays to train",
+    "training_time": "time of day to train",
+    "timezone": "time zone",
+    "check_ins": "check-in frequency and channel",
+}
+
+
+def next_question(
+    step: OnboardingAgentType, agent_context: Mapping[str, Any], skipped: Sequence[str] = ()
+) -> str | None:
+    """The first question of `step` (or a later step) that is still open; None when none is."""
+    for later in ONBOARDING_ORDER[ONBOARDING_ORDER.index(step) :]:
+        answers = step_answers(agent_context, later.value)
+        for field in STEP_PROMPTS[later].fields:
+            answered = field.key in answers and answers[field.key].answered
+            if not answered and f"{later.value}.{field.key}" not in skipped:
+                return field.question
+    return None
