@@ -37,7 +37,7 @@ for _name in (
 from aws_lambda_powertools.utilities.parameters import clear_caches as clear_parameter_caches  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-from infra.bedrock_emulator import BedrockEmulator  # noqa: E402
+from infra.local.bedrock_emulator import BedrockEmulator  # noqa: E402
 from infra.local.flat_dynamodb import install as flat_dynamodb  # noqa: E402
 
 # In-process moto (the unit and property tests) with the local server's flat-cost layer: a request's

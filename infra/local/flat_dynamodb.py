@@ -16,7 +16,7 @@ Everything else (parsing, conditions, projections, filters, sizes, errors) is mo
 answers are unchanged: tests/unit/test_flat_dynamodb.py compares them, with and without the layer,
 on random tables, queries and transactions, and fails if a moto upgrade changes a method or an
 attribute this relies on. `install()` applies it (once per process): the local DynamoDB server
-(infra/dynamodb_server.py) and the unit tests' moto fixture do. Decision 0004 has the figures.
+(infra/local/dynamodb_server.py) and the unit tests' moto fixture do. Decision 0004 has the figures.
 """
 
 import bisect

@@ -26,7 +26,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from infra.local_data import local_folder
+from infra.local.data import local_folder
+from infra.local.terminal import Progress, logs_to
 from infra.local_stack import LocalStack
 from infra.memory_benchmark import report
 from infra.memory_benchmark.aws import BedrockRecorder, has_credentials, model_endpoint
@@ -35,7 +36,6 @@ from infra.memory_benchmark.figures import figures, percentile
 from infra.memory_benchmark.judge import JUDGE_MODEL_ENV, LlmJudge, accuracy, judge_settings
 from infra.memory_benchmark.replay import QuestionResult, Replayer
 from infra.memory_benchmark.synthetic import conversations
-from infra.terminal import Progress, logs_to
 from onboarding.config import DEFAULT_MODEL_ID, Settings
 from onboarding.llm.chat_model import build_chat_model
 from onboarding.memory.tokens import count_tokens

@@ -20,13 +20,13 @@ from typing import Any
 
 import httpx
 
+from infra.local.twilio_emulator import post_signed_text
 from infra.local_stack import LocalStack
 from infra.memory_benchmark.asking import Recorded, ask
 from infra.memory_benchmark.baselines import BASELINES, CEILING, transcript, windows
 from infra.memory_benchmark.dataset import Conversation
 from infra.memory_benchmark.ingest import ingest
 from infra.memory_benchmark.scoring import Score, score_ours, score_window
-from infra.twilio_emulator import post_signed_text
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
 from onboarding.llm.chat_model import build_chat_model

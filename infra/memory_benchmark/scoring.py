@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from infra.bedrock_emulator.server import RecordedRequest
-from infra.fidelity import request_text, request_tokens
+from infra.bench.fidelity import request_text, request_tokens
+from infra.local.bedrock_emulator.server import RecordedRequest
 from infra.memory_benchmark.baselines import tokens
 from infra.memory_benchmark.dataset import Conversation, Question
 from infra.memory_benchmark.matching import has_words, normal, words

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_the_quick_context_cache_benchmark_times_and_counts_stale_contexts(tmp_path: Path) -> None:
-    line = readme_line("uv run python -m infra.benchmark.context_cache --quick")
+    line = readme_line("uv run python -m infra.bench.benchmark.context_cache --quick")
     completed = run_line(line, sandbox(tmp_path), timeout_s=600)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     out = completed.stdout

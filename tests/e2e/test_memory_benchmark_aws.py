@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from infra.memory_benchmark import __main__ as benchmark
 from infra.memory_benchmark.judge_prompt import JUDGE_SYSTEM_PROMPT
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from infra.benchmark.environment import temporary_environment
+from infra.bench.benchmark.environment import temporary_environment
 from infra.local_stack import LocalStack
 from infra.memory_benchmark.__main__ import ENVIRONMENT, GAP_S, TOKEN_BUDGET
 from infra.memory_benchmark.dataset import load

@@ -9,9 +9,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from functions.api.app import accepts_event_stream, create_app
-from infra.bedrock_emulator import BedrockEmulator
-from infra.bedrock_emulator.coach import CoachReply, ToolCall
-from infra.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator.coach import CoachReply, ToolCall
+from infra.local.bedrock_emulator.server import Fault
 from onboarding.account import AccountService
 from onboarding.persistence import Repositories
 from onboarding.turns import TurnService

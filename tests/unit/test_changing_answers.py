@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.config import Settings
 from onboarding.llm.prompts import RESTART_REPLY, SUMMARY_SYSTEM_PROMPT
 from onboarding.model.answers import read_answer

@@ -1,4 +1,4 @@
-"""The context-cache benchmark's prototype (infra/benchmark/context_cache.py) finds what decision
+"""The context-cache benchmark's prototype (infra/bench/benchmark/context_cache.py) finds what decision
 0022 rests on: a per-instance cache serves a context that misses another instance's messages, and
 one instance alone never does. Without these the benchmark's staleness counts would prove nothing."""
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from infra.benchmark.context_cache import fidelity_channels, random_routing, replay
+from infra.bench.benchmark.context_cache import fidelity_channels, random_routing, replay
 from onboarding.persistence import Repositories
 from tests.unit.conftest import TABLE
 

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from infra.cost.capacity import (
+from infra.bench.cost.capacity import (
     item_size,
     number_size,
     read_units,

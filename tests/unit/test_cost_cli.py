@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-import infra.cost.__main__ as cost
+import infra.bench.cost.__main__ as cost
 
 
 @pytest.fixture(autouse=True)
@@ -40,7 +40,7 @@ def test_a_model_without_a_price_is_refused_by_name(
 
 def test_the_dollar_table_names_every_line_whole_within_100_columns() -> None:
     """Issue 29: the headers were cut to 14 characters ("Lambda duratio") in a 150-column row."""
-    from infra.cost.ledger import LINES, Comparison
+    from infra.bench.cost.ledger import LINES, Comparison
 
     comparisons = [
         Comparison(history, {line: 0.12345 * (i + 1) for i, line in enumerate(LINES)}, 0.01, None, 0.5, None)

@@ -4,7 +4,7 @@ quantity or a memory size read as GB instead of MB shows)."""
 
 import pytest
 
-from infra.cost.ledger import (
+from infra.bench.cost.ledger import (
     API_REQUESTS,
     BEDROCK_INPUT,
     BEDROCK_OUTPUT,
@@ -22,8 +22,8 @@ from infra.cost.ledger import (
     per_thousand,
     turn_cost,
 )
-from infra.cost.prices import PRICES, UnknownModelError, model_prices, price
-from infra.cost.turns import PeerFigures, TurnFigures
+from infra.bench.cost.prices import PRICES, UnknownModelError, model_prices, price
+from infra.bench.cost.turns import PeerFigures, TurnFigures
 
 GEO_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 MEMORY_MB = {"ApiFunction": 1024, "SmsWebhookFunction": 512, "SmsWorkerFunction": 1024}

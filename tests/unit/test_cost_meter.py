@@ -10,8 +10,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from infra.cost.capacity import item_size
-from infra.cost.meter import ITEM_STORAGE_OVERHEAD_BYTES, SECONDS_A_MONTH, Meter
+from infra.bench.cost.capacity import item_size
+from infra.bench.cost.meter import ITEM_STORAGE_OVERHEAD_BYTES, SECONDS_A_MONTH, Meter
 
 TABLE, REGION = "cost-meter-test", "us-east-1"
 RETENTION_MONTHS = 12.0

@@ -7,10 +7,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from infra.benchmark.store_growth import create_peer_table
-from infra.cost.ledger import peer_memory_cost
-from infra.cost.meter import Meter
-from infra.cost.turns import PeerSession, summarize_peer
+from infra.bench.benchmark.store_growth import create_peer_table
+from infra.bench.cost.ledger import peer_memory_cost
+from infra.bench.cost.meter import Meter
+from infra.bench.cost.turns import PeerSession, summarize_peer
 
 
 @pytest.fixture

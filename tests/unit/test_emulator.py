@@ -11,10 +11,10 @@ from botocore.config import Config
 from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError
 
-from infra.bedrock_emulator import BedrockEmulator
-from infra.bedrock_emulator.coach import CoachReply, Turn, coach_reply, coach_respond
-from infra.bedrock_emulator.eventstream import encode_event, encode_exception
-from infra.bedrock_emulator.rules import (
+from infra.local.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator.coach import CoachReply, Turn, coach_reply, coach_respond
+from infra.local.bedrock_emulator.eventstream import encode_event, encode_exception
+from infra.local.bedrock_emulator.rules import (
     DUPLICATE_TOOL_NAMES,
     TOOL_CONFIG_REQUIRED,
     ConverseValidationError,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from infra.local_data import DataLock, StackState, atomic_write, read_state, running_stack, state_path, write_state
+from infra.local.data import DataLock, StackState, atomic_write, read_state, running_stack, state_path, write_state
 from infra.local_stack import LocalStack
 
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from infra.local_gateway import GatewayApp, api_routes
+from infra.local.gateway import GatewayApp, api_routes
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from infra import chat
-from infra.errors import LocalToolError
-from infra.flags import checked_flags_file
+from infra.local.errors import LocalToolError
+from infra.local.flags import checked_flags_file
 from onboarding.config.flags import default_flags_document
 
 

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from infra.local_gateway import GatewayApp, api_routes, gateway_response
-from infra.template import load_template
+from infra.local.gateway import GatewayApp, api_routes, gateway_response
+from infra.local.template import load_template
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ when the template asks for what it cannot apply."""
 
 import pytest
 
-from infra.errors import LocalToolError
+from infra.local.errors import LocalToolError
 from infra.local.waf import Block, LocalWaf, RateRule, _rate_rule
 
 BLOCK = Block(429, b"{}", "application/json", {"Retry-After": "60"})

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from infra.bedrock_emulator.server import RecordedRequest
+from infra.local.bedrock_emulator.server import RecordedRequest
 from infra.memory_benchmark.__main__ import datasets
 from infra.memory_benchmark.baselines import CEILING, transcript, windows
 from infra.memory_benchmark.dataset import CATEGORIES, MEM0_LABELS, DatasetError, load, parse_evidence, to_locomo

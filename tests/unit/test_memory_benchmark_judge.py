@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from infra.bedrock_emulator.judge import is_judge_request, judge_reply
+from infra.local.bedrock_emulator.judge import is_judge_request, judge_reply
 from infra.memory_benchmark.dataset import Question
 from infra.memory_benchmark.judge import (
     CORRECT,

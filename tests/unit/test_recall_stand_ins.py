@@ -11,8 +11,8 @@ import pytest
 from botocore.exceptions import ClientError
 from langchain_aws import BedrockEmbeddings
 
-from infra.bedrock_emulator import BedrockEmulator
-from infra.bedrock_emulator.embeddings import lexical_embedding, stem
+from infra.local.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator.embeddings import lexical_embedding, stem
 from infra.local.iam.gate import Gate
 from infra.local.iam.identity import access_key_of
 from infra.local.s3vectors import S3VectorsStandIn

@@ -13,7 +13,7 @@ from botocore.config import Config
 from langchain_core.language_models import BaseChatModel
 
 from functions.api.app import AFTER_RESTORE_PATH, BEFORE_CHECKPOINT_PATH, create_app
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding import snapstart
 from onboarding.account import AccountService
 from onboarding.config import Settings

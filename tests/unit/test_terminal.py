@@ -6,7 +6,7 @@ from pathlib import Path
 
 from aws_lambda_powertools import Logger
 
-from infra.terminal import Progress, logs_to
+from infra.local.terminal import Progress, logs_to
 
 
 class _Terminal(io.StringIO):
