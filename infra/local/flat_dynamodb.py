@@ -13,7 +13,7 @@ size, as DynamoDB's is. moto stays the engine; two of its methods are wrapped:
   put and deleted, so finding that window is a bisection.
 
 Everything else (parsing, conditions, projections, filters, sizes, errors) is moto's own, so its
-answers are unchanged: tests/unit/test_flat_dynamodb.py compares them, with and without the layer,
+answers are unchanged: tests/tooling/test_flat_dynamodb.py compares them, with and without the layer,
 on random tables, queries and transactions, and fails if a moto upgrade changes a method or an
 attribute this relies on. `install()` applies it (once per process): the local DynamoDB server
 (infra/local/dynamodb_server.py) and the unit tests' moto fixture do. Decision 0004 has the figures.
