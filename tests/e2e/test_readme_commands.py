@@ -58,7 +58,6 @@ RUN_BY = {
     "uv run python -m infra.benchmark --quick": "test_benchmark_smoke.py",
     "uv run python -m infra.cost --quick": "test_cost_smoke.py",
     "uv run python -m infra.memory_benchmark --quick": "test_memory_benchmark_smoke.py",
-    "uv run python -m infra.bench.benchmark.context_cache --quick": "test_context_cache_smoke.py",
 }  # fmt: skip
 DEFAULT_PORTS = (8000, 8001, 3000, 8002)
 
