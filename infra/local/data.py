@@ -196,3 +196,14 @@ def running_stack(data_file: Path, wait_s: float = STATE_WAIT_S) -> StackState |
                 "stack; stop the other local tool using it, or pass --data-file with another file"
             )
         time.sleep(0.1)
+
+
+def in_use_error(data_file: Path) -> DataFileInUseError:
+    """What a second stack on a data file is told: who holds it, and what to do instead."""
+    state = read_state(data_file)
+    owner = state.describe() if state is not None else "another local tool"
+    return DataFileInUseError(
+        f"{data_file} is in use by {owner}; only one local stack may write it at a time. "
+        "The other tools (infra.chat, infra.invoke, infra.sms, infra.inspect_prompt) attach to it; "
+        "to start another stack, stop that one first or pass --data-file with another file"
+    )

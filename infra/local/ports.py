@@ -75,3 +75,22 @@ def check_answers(url: str, what: str, timeout_s: float = ANSWER_TIMEOUT_S) -> N
         raise NotAnsweringError(f"{what} at {url} {reason} within {timeout_s:g} s") from None
     finally:
         connection.close()
+
+
+# The options of `python -m infra.local_stack` that change each fixed port of the local stack.
+STACK_PORT_OPTIONS = {
+    "dynamodb": ("the local DynamoDB server", "--dynamodb-port"),
+    "bedrock": ("the Bedrock emulator", "--bedrock-port"),
+    "api": ("the API", "--api-port"),
+    "twilio": ("the Twilio stand-in", "--twilio-port"),
+    "s3vectors": ("the S3 Vectors stand-in", "--s3vectors-port"),
+}
+
+
+def check_stack_ports(host: str, fixed: dict[str, int | None], api_option: str) -> None:
+    """The local stack's fixed ports (by server: 0 or None for any free one), each named with the
+    option that changes it; `api_option` is the one of the command that starts the stack."""
+    options = {**{name: option for name, (_, option) in STACK_PORT_OPTIONS.items()}, "api": api_option}
+    check_ports(
+        host, [FixedPort(STACK_PORT_OPTIONS[name][0], port, options[name]) for name, port in fixed.items() if port]
+    )

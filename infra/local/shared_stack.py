@@ -11,7 +11,8 @@ from typing import Any
 
 from infra.bench.benchmark.environment import temporary_environment
 from infra.local.data import DataFileInUseError, StackState, running_stack
-from infra.local.stack import LOCAL_REGION, LocalStack
+from infra.local.stack import LocalStack
+from infra.local.stack_resources import LOCAL_REGION
 
 
 @dataclass(frozen=True)

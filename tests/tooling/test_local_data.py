@@ -3,13 +3,12 @@
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from infra.local.data import DataLock, StackState, atomic_write, read_state, running_stack, state_path, write_state
-from infra.local_stack import LocalStack
+from infra.local.stack_resources import save_items
 
 
 def _failing_items() -> Iterator[dict[str, Any]]:
@@ -20,9 +19,8 @@ def _failing_items() -> Iterator[dict[str, Any]]:
 def test_a_save_that_fails_midway_keeps_the_old_file_and_leaves_nothing_behind(tmp_path: Path) -> None:
     data_file = tmp_path / "dynamodb.jsonl"
     data_file.write_text('{"old": 1}\n', encoding="utf-8")
-    stack = SimpleNamespace(data_file=data_file, items=_failing_items)
     with pytest.raises(ConnectionError):
-        LocalStack.save(stack)  # type: ignore[arg-type]
+        save_items(data_file, _failing_items())
     assert data_file.read_text(encoding="utf-8") == '{"old": 1}\n'
     assert [path.name for path in tmp_path.iterdir()] == ["dynamodb.jsonl"]  # no .partial, no temporary
 
@@ -30,7 +28,7 @@ def test_a_save_that_fails_midway_keeps_the_old_file_and_leaves_nothing_behind(t
 def test_a_save_replaces_the_file_whole(tmp_path: Path) -> None:
     data_file = tmp_path / "dynamodb.jsonl"
     items = [{"pk": {"S": "USER#a"}, "sk": {"S": str(n)}} for n in range(3)]
-    LocalStack.save(SimpleNamespace(data_file=data_file, items=lambda: iter(items)))  # type: ignore[arg-type]
+    save_items(data_file, iter(items))
     assert [json.loads(line) for line in data_file.read_text(encoding="utf-8").splitlines()] == items
     assert [path.name for path in tmp_path.iterdir()] == ["dynamodb.jsonl"]
 

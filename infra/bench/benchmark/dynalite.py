@@ -13,8 +13,9 @@ import subprocess
 from pathlib import Path
 from types import TracebackType
 
+from infra.local.dynamodb_process import end_child, wait_until_listening
 from infra.local.errors import LocalToolError
-from infra.local.stack import end_child, free_port, wait_until_listening
+from infra.local.ports import free_port
 
 NODE_DIR = Path(__file__).parents[1] / "node"
 

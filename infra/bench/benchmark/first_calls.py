@@ -30,7 +30,8 @@ import httpx
 
 from infra.bench.benchmark.artifacts import import_path, python_3_13
 from infra.bench.benchmark.cold_boot import event_request
-from infra.local.stack import LocalStack, free_port
+from infra.local.ports import free_port
+from infra.local.stack import LocalStack
 from infra.local.template import function_handler, web_adapter_app
 
 ROOT = Path(__file__).parents[3]

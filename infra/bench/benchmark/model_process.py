@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from infra.local.stack import end_child
+from infra.local.dynamodb_process import end_child
 
 ROOT = Path(__file__).parents[3]
 

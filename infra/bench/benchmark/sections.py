@@ -202,7 +202,7 @@ def deployment_sizes(work: Workspace) -> Outcome:
 def store_growth(work: Workspace) -> Outcome:
     from infra.bench.benchmark.dynalite import DynaliteUnavailableError, LocalDynalite
     from infra.bench.benchmark.store_growth import describe_growth, measure_store_growth
-    from infra.local.stack import LocalDynamoDB
+    from infra.local.dynamodb_process import LocalDynamoDB
 
     histories = work.pick([20, 200, 500], [20, 100, 500, 1_000, 2_000, 5_000, 10_000])
     samples = work.pick(3, 30)

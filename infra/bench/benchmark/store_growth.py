@@ -35,7 +35,8 @@ from botocore.exceptions import ClientError
 from infra.bench.benchmark.environment import temporary_environment
 from infra.bench.benchmark.stats import percentile
 from infra.bench.benchmark.store_io import TableTraffic, seed_history
-from infra.local.stack import LOCAL_AWS_ENVIRONMENT, LOCAL_TIMEOUTS
+from infra.local.stack_environment import LOCAL_TIMEOUTS
+from infra.local.stack_resources import LOCAL_AWS_ENVIRONMENT
 from infra.local.template import table_create_request
 from onboarding.composition import build_repositories
 from onboarding.config import Settings

@@ -24,7 +24,8 @@ import boto3
 
 from infra.bench.benchmark.environment import temporary_environment
 from infra.local.bedrock_emulator import BedrockEmulator
-from infra.local.stack import LOCAL_AWS_ENVIRONMENT, LocalDynamoDB
+from infra.local.dynamodb_process import LocalDynamoDB
+from infra.local.stack_resources import LOCAL_AWS_ENVIRONMENT
 from infra.local.template import table_create_request
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
