@@ -22,19 +22,32 @@ conversation.
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-from infra.bench.benchmark.stats import percentile
+from infra.bench.fidelity_report import summarize, table_rows, write_report
+from infra.bench.fidelity_script import (
+    ANSWERS,
+    COMPLETE,
+    FACTS,
+    GAP_S,
+    PHONE,
+    QUESTIONS,
+    SEED_WINDOW,
+    SMALL_TALK,
+    SMS_FIELDS,
+    STEP_BY_TITLE,
+    TOKEN_BUDGET,
+    USER,
+    Fact,
+    TurnRecord,
+)
 from infra.local.bedrock_emulator.server import RecordedRequest
 from infra.local.data import local_folder
 from infra.local.stack import LocalStack
@@ -42,93 +55,11 @@ from infra.local.terminal import Progress, logs_to
 from infra.local.twilio_emulator import post_signed_text
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
-from onboarding.llm.prompts import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT, render_system_prompt
+from onboarding.llm.prompts import SUMMARY_SYSTEM_PROMPT, render_system_prompt
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.model.messages import Message
 from onboarding.model.state import OnboardingAgentType
 from onboarding.persistence import Repositories
-
-USER = "fidelity-user"
-PHONE = "+15551239876"
-TOKEN_BUDGET = 12_000
-GAP_S = 20
-SEED_WINDOW = 15
-COMPLETE = "complete"
-STEP_BY_TITLE = {prompt.title: step for step, prompt in STEP_PROMPTS.items()}
-
-
-@dataclass(frozen=True)
-class Fact:
-    name: str
-    value: str  # what must appear in the prompt
-    needed_by: frozenset[str]  # step values (and "complete") whose prompts need it
-
-    def found_in(self, text: str) -> bool:
-        """Whole words only: "Alex" is not found in "Alexandra"."""
-        return re.search(rf"\b{re.escape(self.value)}\b", text, flags=re.IGNORECASE) is not None
-
-
-ALL_STEPS = frozenset([*(step.value for step in OnboardingAgentType), COMPLETE])
-FACTS = (
-    Fact("preferred name", "Alex", ALL_STEPS),
-    Fact("fitness level", "beginner", frozenset({"goal_setting", "workout_planning", COMPLETE})),
-    Fact("injury", "left knee injury", frozenset({"workout_planning", "diet_planning", "scheduling", COMPLETE})),
-    Fact("goal", "run a 10k", frozenset({"workout_planning", "diet_planning", "scheduling", COMPLETE})),
-    Fact("training days a week (by SMS)", "3 days", frozenset({"scheduling", COMPLETE})),
-    Fact("equipment (by SMS)", "resistance bands", frozenset({"scheduling", COMPLETE})),
-    Fact("diet", "vegetarian", frozenset({"scheduling", COMPLETE})),
-    Fact("time zone", "Europe/Lisbon", frozenset({COMPLETE})),
-)
-ANSWERS: dict[str, str] = {
-    "fitness_level": "I'm a beginner",
-    "current_activity": "I walk my dog every day",
-    "limitations": "I have a left knee injury",
-    "age_and_body": "34, 170 cm, 72 kg",
-    "primary_goal": "I want to run a 10k",
-    "target": "10k in under an hour",
-    "timeline": "by June",
-    "motivation": "my sister's wedding",
-    "days_per_week": "3 days",
-    "session_length": "45 minutes",
-    "equipment": "resistance bands at home",
-    "exercise_preferences": "no burpees please",
-    "dietary_pattern": "vegetarian",
-    "allergies": "peanuts",
-    "meals_per_day": "three meals",
-    "cooking": "20 minutes on weekdays",
-    "training_days": "Monday, Wednesday, Friday",
-    "training_time": "early morning",
-    "timezone": "Europe/Lisbon",
-    "check_ins": "weekly by SMS",
-}
-FACT_OF_ANSWER = {"limitations": "injury", "primary_goal": "goal", "days_per_week": "training days a week (by SMS)"}
-QUESTIONS = {f.question: f.key for prompt in STEP_PROMPTS.values() for f in prompt.fields}
-SMALL_TALK = (
-    "Quick question: should I stretch before a run?",
-    "Is coffee okay before training?",
-    "How much water should I drink a day?",
-    "What do you think about rest days?",
-    "Sorry, the dog needed me. Where were we?",
-    "Is walking enough cardio for now?",
-    "What's a good warm-up?",
-    "Do I need special shoes?",
-    "How important is sleep for this?",
-)
-SMS_FIELDS = {"days_per_week", "session_length", "equipment", "exercise_preferences"}
-
-
-@dataclass
-class TurnRecord:
-    number: int
-    channel: str
-    step: str
-    text: str
-    needed: list[str] = field(default_factory=list)
-    present: list[str] = field(default_factory=list)
-    baseline_present: list[str] = field(default_factory=list)
-    prompt_tokens: int = 0
-    baseline_tokens: int = 0
-    model_called: bool = True
 
 
 def request_text(request: RecordedRequest) -> str:
@@ -304,110 +235,6 @@ def score_baseline(client: Client, store: Repositories) -> None:
 
 def _user_turns(records: Sequence[TurnRecord]) -> list[TurnRecord]:
     return [r for r in records if not r.text.startswith("LINK ") and r.text != "YES"]
-
-
-def summarize(records: Sequence[TurnRecord]) -> dict[str, Any]:
-    scored = [r for r in records if r.model_called]
-    needed = sum(len(r.needed) for r in scored)
-    return {
-        "turns": len(records),
-        "turns_with_model": len(scored),
-        "sms_turns": sum(1 for r in records if r.channel == "sms"),
-        "fact_checks": needed,
-        "ours_present": sum(len(r.present) for r in scored),
-        "baseline_present": sum(len(r.baseline_present) for r in scored),
-        "ours_turns_complete": sum(1 for r in scored if len(r.present) == len(r.needed)),
-        "baseline_turns_complete": sum(1 for r in scored if len(r.baseline_present) == len(r.needed)),
-        "max_prompt_tokens": max((r.prompt_tokens for r in scored), default=0),
-        "mean_prompt_tokens": round(sum(r.prompt_tokens for r in scored) / max(1, len(scored))),
-        "p95_prompt_tokens": round(percentile([r.prompt_tokens for r in scored], 95)) if scored else 0,
-        "turns_over_budget": sum(1 for r in scored if r.prompt_tokens > TOKEN_BUDGET),
-        "budget": TOKEN_BUDGET,
-    }
-
-
-def write_report(records: Sequence[TurnRecord], figures: dict[str, Any], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out.mkdir(parents=True, exist_ok=True)
-    scored = [r for r in records if r.model_called]
-    x = [r.number for r in scored]
-    share = [100 * len(r.present) / len(r.needed) if r.needed else 100 for r in scored]
-    base = [100 * len(r.baseline_present) / len(r.needed) if r.needed else 100 for r in scored]
-    figure, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
-    top.plot(x, share, label="ours: summary + profile + agent_context + window", color="tab:green")
-    top.plot(x, base, label="baseline: the seed's 15-message window", color="tab:red", alpha=0.8)
-    top.set_ylabel("needed facts in the prompt (%)")
-    top.set_ylim(-5, 105)
-    top.legend(loc="lower left")
-    bottom.plot(x, [r.prompt_tokens for r in scored], label="ours: prompt tokens", color="tab:green")
-    bottom.plot(x, [r.baseline_tokens for r in scored], label="baseline: prompt tokens", color="tab:red", alpha=0.8)
-    bottom.axhline(TOKEN_BUDGET, color="black", linestyle="--", label=f"budget ({TOKEN_BUDGET})")
-    bottom.set_ylabel("estimated tokens")
-    bottom.set_xlabel("turn")
-    bottom.legend(loc="upper left")
-    figure.suptitle("Memory fidelity over a scripted onboarding (local stack, Bedrock emulator)")
-    figure.tight_layout()
-    figure.savefig(out / "fidelity.png", dpi=110)
-    plt.close(figure)
-    (out / "fidelity.md").write_text(
-        "# Memory fidelity evaluation\n\n"
-        "Written by `uv run python -m infra.fidelity` (see its docstring for the method). A scripted client\n"
-        "goes through the whole onboarding on the local stack (HTTP API, Twilio webhook and queue worker,\n"
-        "moto's DynamoDB server, the Bedrock emulator through langchain-aws): it states facts early, answers\n"
-        'the coach with small talk in between, says "start over" once, moves to SMS and back, and pauses\n'
-        f"past the idle gap ({GAP_S} s in this run) once. For every turn, the prompt the model received is\n"
-        "checked for every fact the current step needs; the baseline is the seed's window-only memory (the\n"
-        "step prompt with nothing known, the last 15 messages, the message) on the same stored conversation.\n"
-        "Tokens are this project's estimate (docs/decisions/0011-memory-beyond-the-window.md).\n\n"
-        + "\n".join(table_rows(figures))
-        + "\n\nFacts tracked (value, and the steps whose prompts need it):\n\n"
-        + "\n".join(f'- {f.name}: "{f.value}" — {", ".join(sorted(f.needed_by))}' for f in FACTS)
-        + "\n\n![needed facts in the prompt, and prompt size, per turn](fidelity.png)\n"
-    )
-    (out / "fidelity.json").write_text(
-        json.dumps({"figures": figures, "turns": [r.__dict__ for r in records]}, indent=1, ensure_ascii=False)
-    )
-
-
-def table_rows(figures: dict[str, Any]) -> list[str]:
-    checks = figures["fact_checks"] or 1
-    ours, base, turns = figures["ours_present"], figures["baseline_present"], figures["turns_with_model"]
-    return [
-        "| figure | ours | baseline (15-message window) |",
-        "|---|---|---|",
-        f"| turns (model called / all; by SMS) | {turns} / {figures['turns']}; {figures['sms_turns']} | same script |",
-        f"| needed facts in the prompt | {ours} / {checks} ({100 * ours / checks:.1f} %) "
-        f"| {base} / {checks} ({100 * base / checks:.1f} %) |",
-        f"| turns whose prompt held every needed fact | {figures['ours_turns_complete']} / {turns} "
-        f"| {figures['baseline_turns_complete']} / {turns} |",
-        f"| prompt tokens, mean / max (budget {figures['budget']}) "
-        f"| {figures['mean_prompt_tokens']} / {figures['max_prompt_tokens']} | |",
-        f"| turns over the budget | {figures['turns_over_budget']} | |",
-        "",
-        "Seed 002's success metrics (the RFC's goals; context retrieval p95 is in docs/benchmark.md):",
-        "",
-        "| metric | goal | measured | |",
-        "|---|---|---|---|",
-        *_success_rows(figures),
-    ]
-
-
-def _success_rows(figures: dict[str, Any]) -> list[str]:
-    budget, turns = figures["budget"], figures["turns_with_model"] or 1
-    mean, p95 = figures["mean_prompt_tokens"], figures["p95_prompt_tokens"]
-    continuity = figures["ours_turns_complete"] / turns
-    return [
-        f"| token efficiency: prompt tokens against the budget ({budget}) | < 40 % | "
-        f"mean {mean} ({100 * mean / budget:.1f} %), p95 {p95} ({100 * p95 / budget:.1f} %) "
-        f"| {'met' if p95 < 0.4 * budget else '**missed**'} |",
-        f"| conversation continuity: turns whose prompt held every fact the turn needs | every turn | "
-        f"{figures['ours_turns_complete']} / {figures['turns_with_model']} ({100 * continuity:.1f} %) "
-        f"| {'met' if continuity == 1 else '**missed**'} |",
-    ]
 
 
 def parser() -> argparse.ArgumentParser:

@@ -11,7 +11,8 @@ from infra.local.stack_template import TABLE_LOGICAL_ID
 # Imported when a stack starts, not with this module (`python -m infra.local_stack` checks its
 # ports within a second).
 if TYPE_CHECKING:
-    from infra.local.gateway import LocalGateway, QueuePoller
+    from infra.local.gateway import LocalGateway
+    from infra.local.queue_poller import QueuePoller
     from infra.local.streams import StreamPoller
 
 
@@ -42,7 +43,8 @@ class StackPollers:
         sms_queue_url: str,
     ) -> None:
         """The API routes, with the template's WAF rules, and the SMS queue's subscribers polled."""
-        from infra.local.gateway import LocalGateway, QueuePoller, queue_subscribers
+        from infra.local.gateway import LocalGateway
+        from infra.local.queue_poller import QueuePoller, queue_subscribers
         from infra.local.waf import local_waf
 
         self.gateway = LocalGateway(host, port, wrap, local_waf(deployment)).start()

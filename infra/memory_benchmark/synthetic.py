@@ -14,7 +14,7 @@ an aside ("By the way, ..."), which the coach never takes for an answer.
 import random
 from datetime import date, timedelta
 
-from infra.bench.fidelity import SMALL_TALK as FIDELITY_SMALL_TALK
+from infra.bench.fidelity_script import SMALL_TALK as FIDELITY_SMALL_TALK
 from infra.memory_benchmark.dataset import Conversation, Dialog, Question, Session
 from onboarding.llm.prompts import STEP_PROMPTS
 from onboarding.model.state import ONBOARDING_ORDER

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from infra.bench.fidelity import ANSWERS, QUESTIONS
+from infra.bench.fidelity_script import ANSWERS, QUESTIONS
 from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.config import Settings
 from onboarding.config.settings import PROMPT_INSTRUCTIONS_TOKENS, PROMPT_KEPT_VALUES, kept_prompt_tokens

@@ -7,61 +7,27 @@ import threading
 import time
 import uuid
 from collections import deque
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from infra.local.bedrock_emulator.coach import CoachReply, Turn, coach_respond
+from infra.local.bedrock_emulator.coach import CoachReply, coach_respond
 from infra.local.bedrock_emulator.embeddings import EmbeddingRequestError, embed_request, is_embedding_model
 from infra.local.bedrock_emulator.eventstream import encode_event, encode_exception
 from infra.local.bedrock_emulator.judge import is_judge_request, judge_reply
-from infra.local.bedrock_emulator.rules import ConverseValidationError, message_text, validate_converse_request
+from infra.local.bedrock_emulator.recorded import Fault, RecordedRequest
+from infra.local.bedrock_emulator.replies import STREAM_FAULTS, content_events, converse_answer, stop_reason, usage_of
+from infra.local.bedrock_emulator.rules import ConverseValidationError, validate_converse_request
 from infra.local.loopback import LoopbackService, StandInServer
 
 if TYPE_CHECKING:
     from infra.local.iam.gate import Gate
 
+# Fault and RecordedRequest are imported from here by the tests and the memory benchmark.
+__all__ = ["BedrockEmulator", "Fault", "RecordedRequest"]
+
 _ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/(?P<operation>converse|converse-stream|invoke)$")
 _OPERATIONS = {"converse": "Converse", "converse-stream": "ConverseStream", "invoke": "InvokeModel"}
-_CHUNK = re.compile(r"\S+\s*|\s+")
-# Bedrock streams a tool call's input as pieces of its JSON text; a few pieces per call make sure
-# clients join them rather than expect one.
-_INPUT_FRAGMENT_CHARS = 24
-
-
-STREAM_FAULTS = {
-    "stream_error": ("modelStreamErrorException", "The model stream failed."),
-    "stream_throttle": ("throttlingException", "Too many tokens, please wait before trying again."),
-}
-
-
-@dataclass(frozen=True)
-class Fault:
-    """What the next request meets: `throttle` answers 429 before any event; `unavailable` answers
-    503 ServiceUnavailableException; `stream_error` sends `modelStreamErrorException` after
-    `after_chunks` text chunks, and `stream_throttle` a `throttlingException` event there (Bedrock
-    can refuse inside a stream that already opened); `empty_reply` streams a complete message with
-    no text (a model may do that, e.g. when it stops at once); `none` answers normally (to queue a
-    fault for a later request)."""
-
-    kind: Literal["throttle", "unavailable", "stream_error", "stream_throttle", "empty_reply", "none"]
-    after_chunks: int = 0
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    model_id: str
-    operation: str
-    body: dict[str, Any]
-
-    @property
-    def system_text(self) -> str:
-        return "\n".join(str(block.get("text", "")) for block in self.body.get("system", []))
-
-    @property
-    def conversation(self) -> list[Turn]:
-        return [Turn(message["role"], message_text(message)) for message in self.body.get("messages", [])]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -177,19 +143,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _converse(self, reply: CoachReply, body: dict[str, Any]) -> None:
         if delay := self.server.stand_in.converse_delay_s:
             time.sleep(delay)
-        content: list[dict[str, Any]] = [{"text": reply.text}] if reply.text or not reply.tool_calls else []
-        content += [
-            {"toolUse": {"toolUseId": call.tool_use_id, "name": call.name, "input": call.input}}
-            for call in reply.tool_calls
-        ]
-        payload = json.dumps(
-            {
-                "output": {"message": {"role": "assistant", "content": content}},
-                "stopReason": _stop_reason(reply),
-                "usage": self.server.stand_in.record_usage(_usage(reply, body)),
-                "metrics": {"latencyMs": 1},
-            }
-        ).encode("utf-8")
+        usage = self.server.stand_in.record_usage(usage_of(reply, body))
+        payload = json.dumps(converse_answer(reply, usage)).encode("utf-8")
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -206,7 +161,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(encode_event("messageStart", {"role": "assistant"}))
         delay = self.server.stand_in.chunk_delay_s
         deltas = 0
-        for event_type, payload in _content_events(reply):
+        for event_type, payload in content_events(reply):
             if event_type == "contentBlockDelta":
                 # A stream fault counts every delta, text or tool input, as a chunk.
                 if fault is not None and fault.kind in STREAM_FAULTS and deltas == fault.after_chunks:
@@ -219,9 +174,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(encode_event(event_type, payload))
             if deltas == 1 and event_type == "contentBlockDelta" and "text" in payload["delta"]:
                 self.server.stand_in.record_first_token(time.monotonic())
-        self._send(encode_event("messageStop", {"stopReason": _stop_reason(reply)}))
+        self._send(encode_event("messageStop", {"stopReason": stop_reason(reply)}))
         latency_ms = int((time.monotonic() - started) * 1000)
-        usage = self.server.stand_in.record_usage(_usage(reply, body))
+        usage = self.server.stand_in.record_usage(usage_of(reply, body))
         self._send(encode_event("metadata", {"usage": usage, "metrics": {"latencyMs": latency_ms}}))
         self._finish()
 
@@ -232,45 +187,6 @@ class _Handler(BaseHTTPRequestHandler):
     def _finish(self) -> None:
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
-
-
-def _stop_reason(reply: CoachReply) -> str:
-    return "tool_use" if reply.tool_calls else "end_turn"
-
-
-def _content_events(reply: CoachReply) -> list[tuple[str, dict[str, Any]]]:
-    """The content events of ConverseStream: the text block (index 0, deltas only, as Bedrock sends
-    text), then per tool call a `contentBlockStart` naming it, its input JSON in fragments, and a
-    `contentBlockStop`."""
-    events: list[tuple[str, dict[str, Any]]] = []
-    index = 0
-    if reply.text or not reply.tool_calls:
-        events += [
-            ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": piece}})
-            for piece in _CHUNK.findall(reply.text)
-        ]
-        events.append(("contentBlockStop", {"contentBlockIndex": 0}))
-        index = 1
-    for call in reply.tool_calls:
-        start = {"toolUse": {"toolUseId": call.tool_use_id, "name": call.name}}
-        events.append(("contentBlockStart", {"contentBlockIndex": index, "start": start}))
-        text = json.dumps(call.input, ensure_ascii=False)
-        events += [
-            ("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolUse": {"input": fragment}}})
-            for fragment in (text[at : at + _INPUT_FRAGMENT_CHARS] for at in range(0, len(text), _INPUT_FRAGMENT_CHARS))
-        ]
-        events.append(("contentBlockStop", {"contentBlockIndex": index}))
-        index += 1
-    return events
-
-
-def _usage(reply: CoachReply, body: dict[str, Any]) -> dict[str, int]:
-    # A rough count (4 characters a token) is enough for an emulator's usage report. It reads this
-    # request's body, not the emulator's last one, which a concurrent request may have replaced.
-    input_tokens = max(1, len(json.dumps(body)) // 4)
-    output_text = reply.text + "".join(json.dumps(call.input) for call in reply.tool_calls)
-    output_tokens = max(1, len(output_text) // 4)
-    return {"inputTokens": input_tokens, "outputTokens": output_tokens, "totalTokens": input_tokens + output_tokens}
 
 
 class BedrockEmulator(LoopbackService):
