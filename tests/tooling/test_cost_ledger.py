@@ -4,6 +4,7 @@ quantity or a memory size read as GB instead of MB shows)."""
 
 import pytest
 
+from infra.bench.cost.figures import PeerFigures, TurnFigures
 from infra.bench.cost.ledger import (
     API_REQUESTS,
     BEDROCK_INPUT,
@@ -23,7 +24,6 @@ from infra.bench.cost.ledger import (
     turn_cost,
 )
 from infra.bench.cost.prices import PRICES, UnknownModelError, model_prices, price
-from infra.bench.cost.turns import PeerFigures, TurnFigures
 
 GEO_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 MEMORY_MB = {"ApiFunction": 1024, "SmsWebhookFunction": 512, "SmsWorkerFunction": 1024}

@@ -7,10 +7,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from infra.bench.benchmark.store_growth import create_peer_table
+from infra.bench.benchmark.peer_store import create_peer_table
+from infra.bench.cost.figures import summarize_peer
 from infra.bench.cost.ledger import peer_memory_cost
 from infra.bench.cost.meter import Meter
-from infra.bench.cost.turns import PeerSession, summarize_peer
+from infra.bench.cost.turns import PeerSession
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from infra.bench.cost.__main__ import FULL_HISTORIES
+from infra.bench.cost.figures import PeerFigures, TurnFigures
 from infra.bench.cost.ledger import Assumptions, compare
 from infra.bench.cost.report import markdown
-from infra.bench.cost.turns import PeerFigures, TurnFigures
 
 DOCS = Path(__file__).parents[2] / "docs"
 

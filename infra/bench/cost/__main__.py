@@ -14,8 +14,9 @@ from typing import Any, TextIO
 
 import boto3
 
-from infra.bench.benchmark.store_growth import create_peer_table
+from infra.bench.benchmark.peer_store import create_peer_table
 from infra.bench.benchmark.store_io import seed_history
+from infra.bench.cost.figures import summarize, summarize_peer
 from infra.bench.cost.ledger import LINES, Assumptions, Comparison, compare
 from infra.bench.cost.meter import Meter
 from infra.bench.cost.prices import UnknownModelError, model_prices
@@ -29,8 +30,6 @@ from infra.bench.cost.turns import (
     PeerTurn,
     Turn,
     TurnDriver,
-    summarize,
-    summarize_peer,
 )
 from infra.local.data import local_folder
 from infra.local.errors import LocalToolError, run_tool

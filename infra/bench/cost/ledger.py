@@ -13,8 +13,8 @@ can measure, which are `Assumptions` (each said in docs/cost.md):
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from infra.bench.cost.figures import PeerFigures, TurnFigures
 from infra.bench.cost.prices import Price, model_prices, price
-from infra.bench.cost.turns import PeerFigures, TurnFigures
 
 TURNS = 1_000
 GB = 1024**3  # DynamoDB storage is billed in binary gigabytes

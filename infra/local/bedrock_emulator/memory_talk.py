@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from infra.local.bedrock_emulator.stop_words import STOP_WORDS
+
 _KNOWN_ITEM = re.compile(r"^- (?P<item>[a-z_]+\.[a-z_]+): (?P<value>.+?)(?: \((?:told|corrected) [^)]*\))?$")
 _ADDRESS = re.compile(r"^Address the client as (?P<name>.+)\.$", re.MULTILINE)
 _RETURNING = re.compile(r"^Returning client: ", re.MULTILINE)
@@ -23,73 +25,6 @@ _STEP_TITLE = re.compile(r"^Current step: (?P<title>[^.]+)\.", re.MULTILINE)
 NEXT_WHEN_COMPLETE = "What would you like to work on today?"
 _ITEM_GLOSS = re.compile(r"(?P<item>[a-z_]+\.[a-z_]+) \((?P<about>[^)]*)\)")
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "at",
-        "be",
-        "but",
-        "by",
-        "can",
-        "do",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "i'm",
-        "im",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "no",
-        "not",
-        "now",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "they",
-        "this",
-        "to",
-        "too",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-        "again",
-        "did",
-        "does",
-        "just",
-        "really",
-        "still",
-        "very",
-    ]
-)
 
 NAME_STATEMENT = re.compile(
     r"(?:\b(?:hi|hello|hey)\b[!,.]*\s*)?(?:\bplease,?\s+)?\b(?:my name is|call me|i(?:'|’)?m called|name's)\s+"
@@ -123,7 +58,9 @@ LIFE_FACT = re.compile(
 def stems(text: str) -> set[str]:
     """The words of `text` that carry meaning, each cut to its first five letters."""
     return {
-        word[:5] for word in _WORD.findall(text.lower().replace("_", " ")) if word not in _STOP and not word.isdigit()
+        word[:5]
+        for word in _WORD.findall(text.lower().replace("_", " "))
+        if word not in STOP_WORDS and not word.isdigit()
     }
 
 
