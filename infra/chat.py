@@ -24,12 +24,13 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
-from infra.errors import INTERRUPTED, run_tool
-from infra.flags import FLAGS_FILE_VARIABLE, checked_flags_file
+from infra.local.errors import INTERRUPTED, run_tool
+from infra.local.flags import FLAGS_FILE_VARIABLE, checked_flags_file
 from infra.local.iam.identity import acting_as
-from infra.local_stack import DEFAULT_DATA_FILE, add_iam_option
-from infra.shared_stack import ToolStack, stack_for
-from infra.terminal import functions_log_to, log_file_of
+from infra.local.shared_stack import ToolStack, stack_for
+from infra.local.stack import DEFAULT_DATA_FILE
+from infra.local.stack_iam import add_iam_option
+from infra.local.terminal import functions_log_to, log_file_of
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, StoreError

@@ -19,10 +19,10 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TextIO
 
-from infra.errors import run_tool
-from infra.local_stack import DEFAULT_DATA_FILE
-from infra.shared_stack import ToolStack, stack_for
-from infra.terminal import audit_lines_to
+from infra.local.errors import run_tool
+from infra.local.shared_stack import ToolStack, stack_for
+from infra.local.stack import DEFAULT_DATA_FILE
+from infra.local.terminal import audit_lines_to
 from onboarding.agents.base import PromptPlan
 from onboarding.audit import Caller
 from onboarding.composition import build_repositories, build_turn_service

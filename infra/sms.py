@@ -20,11 +20,11 @@ from typing import TextIO
 
 import httpx
 
-from infra.errors import LocalToolError, run_tool
-from infra.local_stack import DEFAULT_DATA_FILE
-from infra.shared_stack import ToolStack, stack_for
-from infra.terminal import add_verbose_option, log_file_of, logs_line, quiet_terminal
-from infra.twilio_emulator import LOCAL_ACCOUNT_SID, LOCAL_AUTH_TOKEN, post_signed_text
+from infra.local.errors import LocalToolError, run_tool
+from infra.local.shared_stack import ToolStack, stack_for
+from infra.local.stack import DEFAULT_DATA_FILE
+from infra.local.terminal import add_verbose_option, log_file_of, logs_line, quiet_terminal
+from infra.local.twilio_emulator import LOCAL_ACCOUNT_SID, LOCAL_AUTH_TOKEN, post_signed_text
 
 
 def text_the_coach(api: str, twilio: str, from_phone: str, text: str, wait_s: float, out: TextIO) -> int:

@@ -37,7 +37,7 @@ for _name in (
 from aws_lambda_powertools.utilities.parameters import clear_caches as clear_parameter_caches  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-from infra.bedrock_emulator import BedrockEmulator  # noqa: E402
+from infra.local.bedrock_emulator import BedrockEmulator  # noqa: E402
 from infra.local.flat_dynamodb import install as flat_dynamodb  # noqa: E402
 
 # In-process moto (the unit and property tests) with the local server's flat-cost layer: a request's
@@ -55,6 +55,9 @@ settings.register_profile(
 settings.load_profile("default")
 
 _KIND_BY_FOLDER = {"unit", "property", "integration", "e2e", "infrastructure"}
+# The tooling's own tests (tests/tooling: infra/, not the product) are unit tests too, so
+# `-m unit` still runs them and `-m "unit and not tooling"` runs the product's alone.
+_TOOLING_FOLDER = "tooling"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -63,6 +66,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         folder = Path(str(item.fspath)).parent.name
         if folder in _KIND_BY_FOLDER:
             item.add_marker(getattr(pytest.mark, folder))
+        elif folder == _TOOLING_FOLDER:
+            item.add_marker(pytest.mark.tooling)
+            item.add_marker(pytest.mark.unit)
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from onboarding.turn.service import TurnService
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from infra.local_stack import LocalStack
+    from infra.local.stack import LocalStack
 
 KEPT_TURNS = 500
 

@@ -168,7 +168,9 @@ class TurnFigures(CamelModel):
     dynamodb: DynamoDBFigures
     tokens: TokenFigures
     cost_usd: float | None = Field(
-        description="The model's tokens at the list prices of infra/cost/prices.py (None: no model call, or no price)."
+        description=(
+            "The model's tokens at the list prices of infra/bench/cost/prices.py (None: no model call, or no price)."
+        )
     )
     cost_note: str
 

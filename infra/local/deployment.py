@@ -3,7 +3,7 @@ conditions hold, each resource's physical id and attributes, and the value of an
 (`Ref`, `Fn::GetAtt`, `Fn::Sub`, `Fn::If`, `Fn::Join`, `Fn::Select`; `Fn::Equals`, `Fn::Not`,
 `Fn::Or`, `Fn::And` and `Condition` in conditions) with the local account and region.
 
-The local stack makes the resources (infra/local_stack.py) and says what they are called here;
+The local stack makes the resources (infra/local/stack.py) and says what they are called here;
 this reads the rest from the template, so a function's environment and its policy come out exactly
 as CloudFormation would resolve them. A reference to a resource the local stack does not make is
 an error that names it, never a guess.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.template import TEMPLATE_PATH, load_template
+from infra.local.template import TEMPLATE_PATH, load_template
 
 LOCAL_ACCOUNT_ID = "123456789012"  # moto's default account: the ARNs of its queues carry it
 LOCAL_STACK_NAME = "onboarding-memory-local"

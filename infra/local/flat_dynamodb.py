@@ -13,10 +13,10 @@ size, as DynamoDB's is. moto stays the engine; two of its methods are wrapped:
   put and deleted, so finding that window is a bisection.
 
 Everything else (parsing, conditions, projections, filters, sizes, errors) is moto's own, so its
-answers are unchanged: tests/unit/test_flat_dynamodb.py compares them, with and without the layer,
+answers are unchanged: tests/tooling/test_flat_dynamodb.py compares them, with and without the layer,
 on random tables, queries and transactions, and fails if a moto upgrade changes a method or an
 attribute this relies on. `install()` applies it (once per process): the local DynamoDB server
-(infra/dynamodb_server.py) and the unit tests' moto fixture do. Decision 0004 has the figures.
+(infra/local/dynamodb_server.py) and the unit tests' moto fixture do. Decision 0004 has the figures.
 """
 
 import bisect
@@ -32,20 +32,8 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 
-# What this layer relies on (the parameters of each method it wraps), checked at install: a moto
-# that changes them fails loudly here rather than answering differently.
-RELIED_ON = {
-    "DynamoDBBackend.transact_write_items": ["self", "transact_items"],
-    "Table.query": [
-        "self", "hash_key", "range_comparison", "range_objs", "limit", "exclusive_start_key", "scan_index_forward",
-        "projection_expressions", "index_name", "consistent_read", "filter_expression", "hash_key_conditions",
-        "range_key_conditions", "filter_kwargs",
-    ],
-    "Table.put_item": ["self", "item_attrs", "expected", "condition_expression", "expression_attribute_names",
-                       "expression_attribute_values", "overwrite", "return_values_on_condition_check_failure"],
-    "Table.delete_item": ["self", "hash_key", "range_key"],
-    "Table.all_items": ["self"],
-}  # fmt: skip
+from infra.local.flat_dynamodb_check import check_moto
+
 _RANGE_OPERATORS = {"=": "=", "EQ": "=", "<": "<", "LT": "<", "<=": "<=", "LE": "<=", ">": ">", "GT": ">",
                     ">=": ">=", "GE": ">=", "BETWEEN": "BETWEEN", "BEGINS_WITH": "BEGINS_WITH"}  # fmt: skip
 
@@ -259,31 +247,12 @@ def _all_items(self: Table) -> Any:
     return list(window) if window is not None else _originals["Table.all_items"](self)
 
 
-def check_moto() -> None:
-    """Raise if moto no longer has what this layer wraps, as it is written here."""
-    owners = {"DynamoDBBackend": DynamoDBBackend, "Table": Table}
-    for name, expected in RELIED_ON.items():
-        owner, method = name.split(".")
-        function = _originals.get(name) or getattr(owners[owner], method)
-        if list(inspect.signature(function).parameters) != expected:
-            raise RuntimeError(
-                f"moto's {name} changed: {inspect.signature(function)}; see infra/local/flat_dynamodb.py"
-            )
-    for attribute in ("items", "range_key_attr", "hash_key_attr", "stream_shard"):
-        if attribute not in inspect.getsource(Table.__init__):
-            raise RuntimeError(f"moto's Table no longer has {attribute}; see infra/local/flat_dynamodb.py")
-    if "copy.deepcopy(" not in inspect.getsource(
-        _originals.get("DynamoDBBackend.transact_write_items", DynamoDBBackend.transact_write_items)
-    ):
-        raise RuntimeError("moto's transactions no longer copy tables; see infra/local/flat_dynamodb.py")
-
-
 def install() -> None:
     """Apply the layer to moto in this process (again: nothing more)."""
     with _lock:
         if _originals:
             return
-        check_moto()
+        check_moto(_originals)
         for name, replacement, owner in (
             ("DynamoDBBackend.transact_write_items", _transact_write_items, DynamoDBBackend),
             ("Table.query", _query, Table),

@@ -20,9 +20,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from infra.lambda_runner import invoke
 from infra.local.iam.identity import acting_as
-from infra.template import load_template
+from infra.local.lambda_runner import invoke
+from infra.local.template import load_template
 
 IDLE_POLL_S = (0.05, 1.0)  # the pause between empty reads grows from the first to the second
 

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from infra.errors import LocalToolError
 from infra.local.deployment import LocalDeployment
+from infra.local.errors import LocalToolError
 
 WEB_ACL_TYPE = "AWS::WAFv2::WebACL"
 ASSOCIATION_TYPE = "AWS::WAFv2::WebACLAssociation"

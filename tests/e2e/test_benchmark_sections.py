@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from infra.benchmark.sections import FUNCTIONS, MODEL_FUNCTIONS, SECTIONS, Workspace
+from infra.bench.benchmark.sections import FUNCTIONS, MODEL_FUNCTIONS, SECTIONS, Workspace
 
 pytestmark = pytest.mark.e2e
 NEEDS_A_BUILD = {"cold starts", "SnapStart priming", "deployment sizes (sam build)"}

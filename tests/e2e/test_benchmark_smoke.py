@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.benchmark.sections import SECTIONS
+from infra.bench.benchmark.sections import SECTIONS
 from tests.support.readme import readme_line, run_line, sandbox
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

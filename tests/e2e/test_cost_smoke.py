@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.cost.__main__ import LINE_WIDTH
-from infra.cost.ledger import LINES
+from infra.bench.cost.__main__ import LINE_WIDTH
+from infra.bench.cost.ledger import LINES
 from tests.support.readme import readme_line, run_line, sandbox
 
 pytestmark = pytest.mark.e2e

@@ -51,8 +51,8 @@ def test_the_quick_fidelity_run_keeps_every_needed_fact_within_the_budget(tmp_pa
 
 def test_reports_go_to_dot_local_unless_told_otherwise() -> None:
     """Never to the tracked docs/ unless asked (`--out docs`)."""
-    from infra import fidelity
-    from infra.benchmark import __main__ as benchmark
+    from infra.bench import fidelity
+    from infra.bench.benchmark import __main__ as benchmark
 
     assert fidelity.parser().parse_args([]).out == Path(".local")
     assert benchmark.parser().parse_args(["--quick"]).out == Path(".local")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from infra.bedrock_emulator import BedrockEmulator
-from infra.memory_benchmark import __main__ as benchmark
-from infra.memory_benchmark.judge_prompt import JUDGE_SYSTEM_PROMPT
+from infra.bench.memory_benchmark import __main__ as benchmark
+from infra.bench.memory_benchmark.judge_prompt import JUDGE_SYSTEM_PROMPT
+from infra.local.bedrock_emulator import BedrockEmulator
 
 pytestmark = pytest.mark.e2e
 

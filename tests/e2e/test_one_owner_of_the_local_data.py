@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from infra.local_data import DataLock, StackState, state_path, write_state
+from infra.local.data import DataLock, StackState, state_path, write_state
 from tests.support.processes import run, running_stack, stack_state, wait_gone
 
 FIRST_QUESTION = "How would you describe your current fitness level"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.ports import free_port
+from infra.local.ports import free_port
 from tests.support.processes import run
 
 OPTIONS = ["--dynamodb-port", "--bedrock-port", "--api-port", "--twilio-port", "--s3vectors-port"]

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from infra.local.ports import port_is_free
 from infra.local_stack import free_port
-from infra.ports import port_is_free
 from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
 from tests.support.processes import read_until
@@ -58,7 +58,6 @@ RUN_BY = {
     "uv run python -m infra.benchmark --quick": "test_benchmark_smoke.py",
     "uv run python -m infra.cost --quick": "test_cost_smoke.py",
     "uv run python -m infra.memory_benchmark --quick": "test_memory_benchmark_smoke.py",
-    "uv run python -m infra.benchmark.context_cache --quick": "test_context_cache_smoke.py",
 }  # fmt: skip
 DEFAULT_PORTS = (8000, 8001, 3000, 8002)
 

@@ -12,7 +12,7 @@ import pytest
 
 from infra.local.deployment import LocalDeployment
 from infra.local.iam.roles import attached_managed_policies, managed_policy_arn
-from infra.template import function_handler, load_template, module_file, web_adapter_app
+from infra.local.template import function_handler, load_template, module_file, web_adapter_app
 from onboarding import config
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from functions.api.mobile_api.snapstart_hooks import AFTER_RESTORE_PATH, BEFORE_CHECKPOINT_PATH
-from infra.template import load_template
+from infra.local.template import load_template
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL_FUNCTIONS = {"ApiFunction": "ApiReservedConcurrency", "SmsWorkerFunction": "SmsWorkerReservedConcurrency"}

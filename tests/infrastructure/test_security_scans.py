@@ -25,10 +25,10 @@ def test_the_explanations_are_read_from_the_table(tmp_path: Path) -> None:
     doc = tmp_path / "findings.md"
     doc.write_text(
         "| scanner | rule | where | why |\n|---|---|---|---|\n"
-        "| bandit | B105 | `infra/twilio_emulator.py` | a local stand-in's token |\n",
+        "| bandit | B105 | `infra/local/twilio_emulator.py` | a local stand-in's token |\n",
         encoding="utf-8",
     )
     explained = explained_findings(doc)
-    assert explained == {("bandit", "B105", "infra/twilio_emulator.py")}
-    finding = Finding("bandit", "B104", "infra/local_stack.py", "MEDIUM")
+    assert explained == {("bandit", "B105", "infra/local/twilio_emulator.py")}
+    finding = Finding("bandit", "B104", "infra/local/stack.py", "MEDIUM")
     assert (finding.scanner, finding.rule, finding.where) not in explained

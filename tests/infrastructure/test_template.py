@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from infra.template import function_handler, load_template, module_file, resource, web_adapter_app
+from infra.local.template import function_handler, load_template, module_file, resource, web_adapter_app
 from onboarding.config import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,7 +104,8 @@ def test_the_exported_requirements_are_current(tmp_path: Path) -> None:
 def test_the_sms_webhook_never_imports_langchain() -> None:
     """Its cold start is inside Twilio's 15-second budget; LangChain alone costs over a second."""
     probe = (
-        "import sys; from infra.lambda_runner import _load_module; from infra.template import function_handler;"
+        "import sys; from infra.local.lambda_runner import _load_module;"
+        "from infra.local.template import function_handler;"
         "code_dir, module, _ = function_handler('SmsWebhookFunction');"
         "_load_module('SmsWebhookFunction', code_dir, module);"
         "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith(('langchain', 'langsmith', 'numpy'))}))"

@@ -9,8 +9,8 @@ from typing import Any
 
 import boto3
 
-from infra.bedrock_emulator.coach import Turn
-from infra.lambda_runner import invoke
+from infra.local.bedrock_emulator.coach import Turn
+from infra.local.lambda_runner import invoke
 from infra.local_stack import LocalStack
 from onboarding.composition import build_repositories
 from onboarding.config import Settings

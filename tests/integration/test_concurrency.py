@@ -1,5 +1,5 @@
 """Concurrency over real HTTP on loopback: the local gateway, the local DynamoDB server (each request
-atomic, as DynamoDB's are: infra/dynamodb_server.py), the Bedrock emulator and the Twilio stand-in.
+atomic, as DynamoDB's are: infra/local/dynamodb_server.py), the Bedrock emulator and the Twilio stand-in.
 Every wait is bounded."""
 
 import threading
@@ -17,9 +17,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from infra.local.template import table_create_request
+from infra.local.twilio_emulator import webhook_form
 from infra.local_stack import LocalStack
-from infra.template import table_create_request
-from infra.twilio_emulator import webhook_form
 
 pytestmark = pytest.mark.integration
 
@@ -130,7 +130,7 @@ def test_racing_conditional_transactions_on_the_local_server_have_exactly_one_wi
     each claiming one key on condition and writing one item of its own. DynamoDB lets exactly one win
     a round and applies nothing of a cancelled one. moto alone does not: it copies a transaction's
     tables first and puts the copy back if the transaction is cancelled, so without the lock in
-    infra/dynamodb_server.py two racers win a round, a copy put back undoes or revives other
+    infra/local/dynamodb_server.py two racers win a round, a copy put back undoes or revives other
     transactions' writes, or a copy taken while another request writes fails with a 500. PREFILL
     items make that copy slow enough for requests to overlap in the server (with an empty table,
     this passed without the lock too)."""

@@ -32,8 +32,8 @@ def _answer_turns(
 ) -> None:
     """One 'Lambda': a turn per user, each saving this side's answer and fact (runs in a child)."""
     os.environ.update(env)
-    from infra.bedrock_emulator import BedrockEmulator
-    from infra.bedrock_emulator.coach import CoachReply, ToolCall
+    from infra.local.bedrock_emulator import BedrockEmulator
+    from infra.local.bedrock_emulator.coach import CoachReply, ToolCall
     from onboarding.composition import build_turn_service
     from onboarding.config import Settings
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from infra.benchmark.first_calls import COLD_BOOT, fresh_event
+from infra.bench.benchmark.first_calls import COLD_BOOT, fresh_event
+from infra.local.template import function_handler, load_template, web_adapter_app
 from infra.local_stack import LocalStack
-from infra.template import function_handler, load_template, web_adapter_app
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def test_the_makefile_leaves_out_exactly_these_packages() -> None:
 
 
 def _boot(stack: LocalStack, function: str, **extra: Any) -> "subprocess.CompletedProcess[str]":
-    """The function in a fresh process of this interpreter (infra/benchmark/cold_boot.py), imported and
+    """The function in a fresh process of this interpreter (infra/bench/benchmark/cold_boot.py), imported and
     called once with a fresh sample event, with the left-out packages unimportable."""
     located = web_adapter_app(function)
     module, attribute = (located[1], located[2]) if located else function_handler(function)[1:]

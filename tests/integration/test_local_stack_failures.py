@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from infra.errors import LocalToolError
+from infra.local.errors import LocalToolError
 from infra.local_stack import FIRST_ANSWER_TIMEOUT_S, LocalDynamoDB, LocalStack
 
 

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from infra.benchmark.environment import temporary_environment
+from infra.bench.benchmark.environment import temporary_environment
+from infra.bench.memory_benchmark.__main__ import ENVIRONMENT, GAP_S, TOKEN_BUDGET
+from infra.bench.memory_benchmark.dataset import load
+from infra.bench.memory_benchmark.replay import QuestionResult, Replayer
 from infra.local_stack import LocalStack
-from infra.memory_benchmark.__main__ import ENVIRONMENT, GAP_S, TOKEN_BUDGET
-from infra.memory_benchmark.dataset import load
-from infra.memory_benchmark.replay import QuestionResult, Replayer
 from onboarding.config import Settings
 from onboarding.model.messages import Message
 from onboarding.persistence import Repositories
 from tests.support.deployed_flows import operator_table, partition
-from tests.unit.test_memory_benchmark import TINY
+from tests.tooling.test_memory_benchmark import TINY
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from infra.benchmark.environment import temporary_environment
+from infra.bench.benchmark.environment import temporary_environment
 from infra.local_stack import RECALL_BUCKET_NAME, RECALL_INDEX_NAME, LocalStack
 from onboarding.config import Settings
 from onboarding.memory.recall import RECALL_HEADER

@@ -17,7 +17,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import CheckContext
 
 from functions.api.mobile_api.routes import create_app
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.account import AccountService
 from onboarding.turn.service import TurnService
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import Limits
 from onboarding.config.settings import kept_prompt_tokens

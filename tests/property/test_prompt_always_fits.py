@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.language_models import BaseChatModel
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES
 from onboarding.config import Limits
 from onboarding.config.settings import kept_prompt_tokens

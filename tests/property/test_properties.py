@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import DEFAULT_LIMITS, Limits, Settings
 from onboarding.context import OnboardingAgentContext

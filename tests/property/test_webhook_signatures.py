@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from twilio.request_validator import RequestValidator
 
 from functions.sms_webhook.app import make_handler
-from infra.lambda_runner import LocalLambdaContext
+from infra.local.lambda_runner import LocalLambdaContext
 from onboarding.config import DEFAULT_LIMITS
 from onboarding.persistence import Repositories
 from onboarding.sms.intake import SmsIntake

@@ -17,11 +17,11 @@ from urllib.parse import urlencode
 import boto3
 import httpx
 
-from infra.benchmark.environment import temporary_environment
-from infra.lambda_runner import asgi_app, handler_module
+from infra.bench.benchmark.environment import temporary_environment
 from infra.local.iam.identity import acting_as
+from infra.local.lambda_runner import asgi_app, handler_module
+from infra.local.twilio_emulator import webhook_form
 from infra.local_stack import LocalStack
-from infra.twilio_emulator import webhook_form
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import RATE_PREFIX

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.local_data import process_alive, state_path
-from infra.ports import free_port
+from infra.local.data import process_alive, state_path
+from infra.local.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,10 +7,10 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from moto import mock_aws
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.s3vectors import S3VectorsStandIn
-from infra.template import table_create_request
-from infra.twilio_emulator import TwilioEmulator
+from infra.local.template import table_create_request
+from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
 from onboarding.config import Settings
 from onboarding.llm.chat_model import build_chat_model

@@ -6,7 +6,7 @@ The model here is the real ChatBedrockConverse talking to the Bedrock emulator o
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import message_texts

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from functions.api.mobile_api.routes import create_app
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.account import AccountService
 from onboarding.persistence import Repositories
 from onboarding.turn.service import TurnService

@@ -15,7 +15,7 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 
 from functions.api.mobile_api.routes import create_app
-from infra.twilio_emulator import TwilioEmulator
+from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
 from onboarding.config import Settings
 from onboarding.llm.resilience import CircuitBreaker

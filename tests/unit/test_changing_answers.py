@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.config import Settings
 from onboarding.llm.fixed_replies import RESTART_REPLY
 from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.template import load_template
+from infra.local.template import load_template
 from onboarding.config import Limits, Settings, WebhookSettings, WorkerSettings
 
 DOC = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")

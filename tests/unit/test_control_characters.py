@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infra.twilio_emulator import webhook_form
+from infra.local.twilio_emulator import webhook_form
 from onboarding.model.text import normalized_text
 from onboarding.persistence import Repositories
 from onboarding.sms.text_requests import SmsTurnRequest

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.composition import build_memory_flags, build_turn_service
 from onboarding.config import Settings
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures, default_flags_document

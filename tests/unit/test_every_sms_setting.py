@@ -14,10 +14,10 @@ import boto3
 import pytest
 from twilio.request_validator import RequestValidator
 
-from infra.bedrock_emulator import BedrockEmulator
-from infra.lambda_runner import LocalLambdaContext
-from infra.template import table_create_request
-from infra.twilio_emulator import TwilioEmulator, webhook_form
+from infra.local.bedrock_emulator import BedrockEmulator
+from infra.local.lambda_runner import LocalLambdaContext
+from infra.local.template import table_create_request
+from infra.local.twilio_emulator import TwilioEmulator, webhook_form
 from onboarding.sms.text_requests import SmsTurnRequest
 from tests.support.setting_effects import observes
 from tests.support.sqs_events import sqs_event, sqs_record

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
 from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from infra.bedrock_emulator import BedrockEmulator
-from infra.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator.server import Fault
 from onboarding.model.errors import (
     DuplicateMessageIdError,
     InvalidMessageError,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.config import Settings
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.llm.fixed_replies import MEMORY_UNAVAILABLE_NOTICE

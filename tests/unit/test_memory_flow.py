@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from infra.bedrock_emulator import BedrockEmulator
-from infra.fidelity import ANSWERS, QUESTIONS
+from infra.bench.fidelity_script import ANSWERS, QUESTIONS
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.config import Settings
 from onboarding.config.settings import PROMPT_INSTRUCTIONS_TOKENS, PROMPT_KEPT_VALUES, kept_prompt_tokens
 from onboarding.llm.chat_model import build_chat_model

@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.exceptions import ClientError
 
 from functions.sms_webhook.app import make_handler
-from infra.twilio_emulator import TwilioEmulator, webhook_form
+from infra.local.twilio_emulator import TwilioEmulator, webhook_form
 from onboarding.config import Settings
 from onboarding.model.answers import answer_value, read_answer
 from onboarding.model.messages import Message, ToolCall

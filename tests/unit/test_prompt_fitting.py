@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from functions.api.mobile_api.routes import create_app
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.account import AccountService
 from onboarding.agents import AGENT_CLASSES
 from onboarding.config import Limits, Settings

@@ -10,8 +10,8 @@ from langchain_core.language_models import BaseChatModel
 
 from functions.api.mobile_api.routes import create_app
 from functions.sms_worker.app import make_handler
-from infra.lambda_runner import LocalLambdaContext
-from infra.twilio_emulator import TwilioEmulator
+from infra.local.lambda_runner import LocalLambdaContext
+from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
 from onboarding.config import RateLimit, Settings
 from onboarding.llm.resilience import CircuitBreaker

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.s3vectors import S3VectorsStandIn
 from onboarding.audit import Caller
 from onboarding.composition import build_account, build_indexer, build_turn_service, build_vector_index

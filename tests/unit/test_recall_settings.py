@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.s3vectors import S3VectorsStandIn
 from onboarding.composition import build_indexer, build_recaller, build_turn_service
 from onboarding.config import Settings

@@ -41,7 +41,7 @@ def test_one_botocore_config_carries_retries_and_timeouts() -> None:
 
 
 def test_resilience_and_rate_limit_settings_reach_the_turn_service() -> None:
-    from infra.template import load_template
+    from infra.local.template import load_template
     from onboarding.composition import build_turn_service
 
     environ = {

@@ -14,8 +14,8 @@ from botocore.exceptions import ClientError
 from twilio.request_validator import RequestValidator
 
 from functions.sms_webhook.app import make_handler
-from infra.lambda_runner import LocalLambdaContext
-from infra.twilio_emulator import webhook_form
+from infra.local.lambda_runner import LocalLambdaContext
+from infra.local.twilio_emulator import webhook_form
 from onboarding.config import DEFAULT_LIMITS
 from onboarding.persistence import Repositories
 from onboarding.sms.intake import LINK_REFUSED, LINKED, TEXT_ONLY, SmsIntake

@@ -9,10 +9,10 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.exceptions import ClientError
 
 from functions.sms_worker.app import make_handler
-from infra.bedrock_emulator import BedrockEmulator
-from infra.bedrock_emulator.server import Fault
-from infra.lambda_runner import LocalLambdaContext
-from infra.twilio_emulator import TwilioEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator.server import Fault
+from infra.local.lambda_runner import LocalLambdaContext
+from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.persistence import Repositories
 from onboarding.sms.responder import MODEL_APOLOGY, TOO_LONG, SmsResponder
 from onboarding.sms.sender import SendError, TwilioSender

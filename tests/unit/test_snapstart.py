@@ -15,7 +15,7 @@ from langchain_core.language_models import BaseChatModel
 
 from functions.api.mobile_api.routes import create_app
 from functions.api.mobile_api.snapstart_hooks import AFTER_RESTORE_PATH, BEFORE_CHECKPOINT_PATH
-from infra.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding import snapstart
 from onboarding.account import AccountService
 from onboarding.composition import build_turn_service

@@ -2,8 +2,8 @@
 
 import pytest
 
-from infra.bedrock_emulator import BedrockEmulator
-from infra.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator.server import Fault
 from onboarding.model.errors import InvalidMessageError, MessageTooLargeError, ModelUnavailableError
 from onboarding.model.messages import Message, ToolCall
 from onboarding.persistence import Repositories

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from infra.bedrock_emulator import BedrockEmulator
-from infra.bedrock_emulator.coach import CoachReply, ToolCall
+from infra.local.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator.coach import CoachReply, ToolCall
 from onboarding.composition import build_turn_service
 from onboarding.model.answers import answer_value
 from onboarding.model.state import OnboardingState

@@ -27,65 +27,16 @@ fails closed.
 """
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlparse
 
-Params = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where a request is answered: its region (from its signature) and the local account."""
-
-    region: str
-    account: str
-    partition: str = "aws"
-
-
-@dataclass(frozen=True)
-class Authorization:
-    """One thing IAM must allow for a request: an action on a resource, with the request's context."""
-
-    action: str
-    resource: str
-    context: Mapping[str, str] = field(default_factory=dict)
-
-
-class UnknownOperation(Exception):  # noqa: N818 - a refusal, named for what it says
-    """The table has no row for this operation: the request is refused (fail closed)."""
-
-
-# Condition keys the table sets (besides aws:RequestedRegion, set on every request). A policy whose
-# condition names any other key cannot be evaluated here, and the gate refuses what it governs.
-SUPPLIED_CONDITION_KEYS = frozenset(
-    {"aws:requestedregion", "dynamodb:enclosingoperation", "bedrock:inferenceprofilearn"}
-)
-
-# The regions a cross-region inference profile of each geography may route to (Bedrock user guide,
-# "Supported Regions and models for inference profiles"; the list differs a little per model, so a
-# policy should cover the foundation model in every region with `bedrock:*::foundation-model/...`).
-PROFILE_DESTINATIONS = {
-    "us": ("us-east-1", "us-east-2", "us-west-2"),
-    "us-gov": ("us-gov-east-1", "us-gov-west-1"),
-    "eu": ("eu-central-1", "eu-west-1", "eu-west-3", "eu-north-1"),
-    "apac": ("ap-northeast-1", "ap-northeast-2", "ap-south-1", "ap-southeast-1", "ap-southeast-2"),
-    "jp": ("ap-northeast-1", "ap-northeast-3"),
-    "au": ("ap-southeast-2", "ap-southeast-4"),
-    "ca": ("ca-central-1", "ca-west-1"),
-    "global": ("us-east-1", "us-west-2", "eu-west-1", "ap-northeast-1"),
-}
-
-
-def _arn(place: Place, service: str, resource: str, account: bool = True) -> str:
-    return f"arn:{place.partition}:{service}:{place.region}:{place.account if account else ''}:{resource}"
-
+from infra.local.iam.authorization import Authorization, Params, Place, UnknownOperation, arn
+from infra.local.iam.inference_profiles import PROFILE_DESTINATIONS
 
 # --- DynamoDB ---------------------------------------------------------------------------------
 
 
 def _table(place: Place, name: str) -> str:
-    return name if name.startswith("arn:") else _arn(place, "dynamodb", f"table/{name}")
+    return name if name.startswith("arn:") else arn(place, "dynamodb", f"table/{name}")
 
 
 def _on_table(action: str) -> Callable[[Params, Place], list[Authorization]]:
@@ -166,7 +117,7 @@ def _message_move(params: Params, place: Place) -> list[Authorization]:
 
 
 def _parameter(place: Place, name: str) -> str:
-    return name if name.startswith("arn:") else _arn(place, "ssm", f"parameter/{name.lstrip('/')}")
+    return name if name.startswith("arn:") else arn(place, "ssm", f"parameter/{name.lstrip('/')}")
 
 
 def _on_parameter(action: str, key: str = "Name") -> Callable[[Params, Place], list[Authorization]]:
@@ -193,9 +144,9 @@ def _model(action: str) -> Callable[[Params, Place], list[Authorization]]:
                 return [Authorization(action, model_id)]
             profile, model_id = model_id, model_id.rpartition("/")[2]
         elif model_id.partition(".")[0] in PROFILE_DESTINATIONS:
-            profile = _arn(place, "bedrock", f"inference-profile/{model_id}")
+            profile = arn(place, "bedrock", f"inference-profile/{model_id}")
         else:
-            return [Authorization(action, _arn(place, "bedrock", f"foundation-model/{model_id}", account=False))]
+            return [Authorization(action, arn(place, "bedrock", f"foundation-model/{model_id}", account=False))]
         geography, _, foundation = model_id.partition(".")
         if geography not in PROFILE_DESTINATIONS:
             raise UnknownOperation(f"an inference profile of geography {geography!r}")
@@ -212,13 +163,13 @@ def _model(action: str) -> Callable[[Params, Place], list[Authorization]]:
 
 
 def _vector_bucket(place: Place, params: Params) -> str:
-    arn = params.get("vectorBucketArn")
-    return str(arn) if arn else _arn(place, "s3vectors", f"bucket/{params['vectorBucketName']}")
+    given = params.get("vectorBucketArn")
+    return str(given) if given else arn(place, "s3vectors", f"bucket/{params['vectorBucketName']}")
 
 
 def _vector_index(place: Place, params: Params) -> str:
-    arn = params.get("indexArn")
-    return str(arn) if arn else f"{_vector_bucket(place, params)}/index/{params['indexName']}"
+    given = params.get("indexArn")
+    return str(given) if given else f"{_vector_bucket(place, params)}/index/{params['indexName']}"
 
 
 def _on_vector_index(action: str, reads_when: tuple[str, ...] = ()) -> Callable[[Params, Place], list[Authorization]]:
@@ -247,7 +198,7 @@ def _configuration(action: str) -> Callable[[Params, Place], list[Authorization]
             f"application/{params['ApplicationIdentifier']}/environment/{params['EnvironmentIdentifier']}"
             f"/configuration/{params['ConfigurationProfileIdentifier']}"
         )
-        return [Authorization(action, _arn(place, "appconfig", path))]
+        return [Authorization(action, arn(place, "appconfig", path))]
 
     return authorize
 
@@ -255,10 +206,10 @@ def _configuration(action: str) -> Callable[[Params, Place], list[Authorization]
 def _stream_of_iterator(iterator: str) -> str:
     """The stream ARN a shard iterator reads. DynamoDB's iterators are opaque; moto's (the local
     server's) begin with the stream's ARN and a `|`, which is all the local check needs."""
-    arn = iterator.partition("|")[0]
-    if ":table/" not in arn or "/stream/" not in arn:
+    stream = iterator.partition("|")[0]
+    if ":table/" not in stream or "/stream/" not in stream:
         raise UnknownOperation("a shard iterator that names no stream")
-    return arn
+    return stream
 
 
 def _anywhere(action: str) -> Callable[[Params, Place], list[Authorization]]:

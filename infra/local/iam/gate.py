@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
-from infra.local.iam.actions import Authorization, Place, UnknownOperation, authorizations
+from infra.local.iam.actions import authorizations
+from infra.local.iam.authorization import Authorization, Place, UnknownOperation
 from infra.local.iam.identity import OPERATOR_ACCESS_KEY, function_of
 from infra.local.iam.policy import Statement, UnsupportedPolicy, decide
 

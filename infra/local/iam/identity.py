@@ -2,7 +2,7 @@
 execution role gives it in Lambda, and the operator's for everything else.
 
 In Lambda every function runs in its own environment with its role's credentials. Locally the
-functions share one process (infra/lambda_runner.py), so the credentials are chosen per
+functions share one process (infra/local/lambda_runner.py), so the credentials are chosen per
 invocation: `acting_as(logical_id)` marks the code that runs as that function (a context
 variable, so each thread and task of an invocation carries its own), and every request signed
 meanwhile carries that function's access key. The local servers look the key up and check the
@@ -23,7 +23,7 @@ from typing import Any
 
 from botocore.credentials import CredentialProvider, Credentials, ReadOnlyCredentials
 
-OPERATOR_ACCESS_KEY = "local"  # the local stack's own; infra/local_stack.py's LOCAL_AWS_ENVIRONMENT
+OPERATOR_ACCESS_KEY = "local"  # the local stack's own; infra/local/stack.py's LOCAL_AWS_ENVIRONMENT
 LOCAL_SECRET = "local"  # noqa: S105 - the local servers' dummy secret (signatures are not checked)
 _FUNCTION_KEY_PREFIX = "LOCALFN"
 

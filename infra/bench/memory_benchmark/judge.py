@@ -1,0 +1,108 @@
+"""The LLM judge of `--aws`: a second Bedrock call that labels the coach's answer CORRECT or WRONG.
+
+The prompt follows the one LoCoMo results are usually judged with (Mem0's evaluation: question,
+gold answer, generated answer; generous on wording, strict on the fact; the label as JSON). An
+abstention question (nothing in the conversation answers it) is CORRECT only when the coach says
+it does not know or was never told. The model comes from the project's one builder
+(onboarding.llm.chat_model), with the judge's model id and temperature 0.
+
+A verdict that names neither label, or both, is "unparseable": it counts as wrong and is reported.
+A judge call that fails (after the builder's retries) is "failed": also wrong, also reported, and
+the run goes on (a long paid run is not lost to one throttled call).
+"""
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from infra.bench.memory_benchmark.dataset import Question
+from infra.bench.memory_benchmark.judge_prompt import JUDGE_SYSTEM_PROMPT, NO_ANSWER
+from onboarding.config import Settings
+
+CORRECT, WRONG, UNPARSEABLE, FAILED = "CORRECT", "WRONG", "unparseable", "failed"
+# The judge's default model: the coach's own default unless --judge-model or JUDGE_MODEL_ID names another.
+JUDGE_MODEL_ENV = "JUDGE_MODEL_ID"
+_JSON_LABEL = re.compile(r'"label"\s*:\s*"(CORRECT|WRONG)"', re.IGNORECASE)
+# Upper case only: "correct" in a sentence is no verdict; INCORRECT is read as WRONG.
+_BARE_LABEL = re.compile(r"\b(CORRECT|WRONG|INCORRECT)\b")
+
+
+def judge_request(question: Question, answer: str) -> str:
+    gold = question.answer if question.answer is not None else NO_ANSWER
+    return f"Question: {question.question}\nGold answer: {gold}\nCoach's answer: {answer}"
+
+
+def parse_verdict(text: str) -> str:
+    """CORRECT or WRONG from the judge's reply: its JSON label, else the one bare upper-case label
+    it names; UNPARSEABLE when it names neither, or both without a JSON label."""
+    labels = {m.upper() for m in _JSON_LABEL.findall(text)}
+    if not labels:
+        labels = {WRONG if m == "INCORRECT" else m for m in _BARE_LABEL.findall(text)}
+    return labels.pop() if len(labels) == 1 else UNPARSEABLE
+
+
+def judge_settings(settings: Settings, model_id: str) -> Settings:
+    """The coach's settings with the judge's model and temperature 0 (a grader should not sample)."""
+    return settings.model_copy(update={"model_id": model_id, "model_temperature": 0.0})
+
+
+class LlmJudge:
+    """Judges one answer per call with `model` (built by onboarding.llm.chat_model.build_chat_model)."""
+
+    def __init__(self, model: BaseChatModel) -> None:
+        self.model = model
+
+    def __call__(self, question: Question, answer: str) -> str:
+        try:
+            reply = self.model.invoke(
+                [SystemMessage(JUDGE_SYSTEM_PROMPT), HumanMessage(judge_request(question, answer))]
+            )
+        except (BotoCoreError, ClientError):
+            return FAILED  # counted and reported as such: the run's figures say how many
+        return parse_verdict(reply.text)
+
+
+def accuracy(results: Iterable[Any]) -> dict[str, Any]:
+    """Answer accuracy by category over the judged results (`.category`, `.verdict`)."""
+    judged = [r for r in results if r.verdict]
+    table: dict[str, dict[str, int]] = {}
+    for r in judged:
+        row = table.setdefault(r.category, {"questions": 0, "correct": 0, "unparseable": 0, "failed": 0})
+        row["questions"] += 1
+        row["correct"] += r.verdict == CORRECT
+        row["unparseable"] += r.verdict == UNPARSEABLE
+        row["failed"] += r.verdict == FAILED
+    return {
+        "judged": len(judged),
+        "correct": sum(r.verdict == CORRECT for r in judged),
+        "unparseable": sum(r.verdict == UNPARSEABLE for r in judged),
+        "failed": sum(r.verdict == FAILED for r in judged),
+        "by_category": dict(sorted(table.items())),
+    }
+
+
+def accuracy_rows(found: Mapping[str, Any]) -> list[str]:
+    """The report's answer-accuracy table, or the line that says none is claimed."""
+    acc = found.get("answer_accuracy")
+    if not acc or not acc["judged"]:
+        return ["Answer accuracy: not measured (offline, no answer accuracy is claimed; `--aws` measures it)."]
+    judge = found.get("judge_model", "")
+    rows = [
+        f"Answer accuracy, LLM judge ({judge}; an unparseable verdict or a failed call counts as wrong): "
+        f"{100 * acc['correct'] / acc['judged']:.1f} % ({acc['correct']}/{acc['judged']}), "
+        f"{acc['unparseable']} unparseable, {acc.get('failed', 0)} failed.",
+        "",
+        "| by category | questions | correct | unparseable | judge call failed | accuracy |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, row in acc["by_category"].items():
+        share = f"{100 * row['correct'] / row['questions']:.1f} %"
+        rows.append(
+            f"| {name} | {row['questions']} | {row['correct']} | {row['unparseable']} | {row.get('failed', 0)} "
+            f"| {share} |"
+        )
+    return rows

@@ -1,0 +1,209 @@
+"""Owns who writes the local data file (.local/dynamodb.jsonl by default).
+
+One local stack at a time owns a data file: it holds an exclusive lock on `<name>.lock` beside it
+(`fcntl.flock`, released by the system even when the process is killed) and publishes where its
+servers listen in `<name>.stack.json`. The other tools read that state file and attach to the
+running stack instead of starting one of their own on the same file, which would overwrite each
+other's turns. Every write of the data file or the state file is atomic: a temporary file in the
+same folder, then `os.replace`, so a crash leaves the old file or the new one, never half of one.
+"""
+
+import fcntl
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from infra.local.errors import LocalToolError
+from infra.local.ports import NotAnsweringError, check_answers
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STATE_WAIT_S = 10.0  # how long a stack that holds the lock may take to publish its state (its start-up)
+
+
+class DataFileInUseError(LocalToolError):
+    pass
+
+
+class DamagedDataFileError(LocalToolError):
+    """The data file holds a line that is not a table item: it was moved aside, unchanged."""
+
+
+def read_items(data_file: Path) -> list[dict[str, Any]]:
+    """The items of `data_file` (one DynamoDB-JSON item a line), [] when it does not exist. A line
+    that is not an item moves the whole file aside (`<name>.damaged-<time>`), so the next start
+    begins empty instead of failing again, and nothing of it is lost: DamagedDataFileError says
+    where it went and how to get it back."""
+    if not data_file.exists():
+        return []
+    items: list[dict[str, Any]] = []
+    for number, line in enumerate(data_file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as error:
+            raise _damaged(data_file, f"line {number} is not JSON: {error.args[0].split(':')[0]}") from None
+        if not isinstance(item, dict) or not all(isinstance(value, dict) for value in item.values()):
+            raise _damaged(data_file, f"line {number} is not a DynamoDB item")
+        items.append(item)
+    return items
+
+
+def _damaged(data_file: Path, what: str) -> DamagedDataFileError:
+    aside = data_file.with_name(f"{data_file.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    os.replace(data_file, aside)
+    return DamagedDataFileError(
+        f"{data_file} is damaged ({what}); it was moved to {aside} and nothing was loaded. "
+        f"Run the command again to start with an empty table, or fix that line and "
+        f"`mv {aside} {data_file}` to recover the rest"
+    )
+
+
+def local_folder() -> Path:
+    """The repository's `.local/` (what the tools keep: the data file, logs, reports): written as
+    `.local` when the command runs from the repository's root, as the README shows it; the same
+    folder, in full, from a subfolder, so a tool run there finds the same memory. Run from outside
+    the repository (with the tools on the path), `.local` of the folder it runs in."""
+    try:
+        here = Path.cwd().resolve()
+    except OSError:  # the working directory was removed
+        return REPO_ROOT / ".local"
+    inside = here != REPO_ROOT and here.is_relative_to(REPO_ROOT)
+    return REPO_ROOT / ".local" if inside else Path(".local")
+
+
+def lock_path(data_file: Path) -> Path:
+    return data_file.with_suffix(".lock")
+
+
+def state_path(data_file: Path) -> Path:
+    return data_file.with_suffix(".stack.json")
+
+
+def atomic_write(path: Path, lines: Iterable[str]) -> None:
+    """Write `lines` to `path` atomically; on any failure the old file stays and no temporary is left."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, before the rename
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    )
+    try:
+        with handle:
+            handle.writelines(lines)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+class DataLock:
+    """The exclusive lock on a data file: one owner at a time, across processes."""
+
+    def __init__(self, data_file: Path) -> None:
+        self.path = lock_path(data_file)
+        self._handle: IO[str] | None = None
+
+    def try_acquire(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("a", encoding="utf-8")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            return False
+        self._handle = handle
+        return True
+
+    def release(self) -> None:
+        if self._handle is not None:
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+
+
+@dataclass(frozen=True)
+class StackState:
+    """What a running stack publishes: who it is and how to reach it."""
+
+    pid: int
+    command: str  # the tool that started it, e.g. "infra.local_stack"
+    environment: dict[str, str | None]  # what a process sets to use it (endpoints, table, queue); None: unset
+    twilio_url: str
+    api_url: str | None = None  # None: this stack serves no HTTP API (infra.chat's own)
+    children: list[int] = field(default_factory=list)  # its child servers' process ids
+
+    @property
+    def dynamodb_url(self) -> str:
+        return str(self.environment["AWS_ENDPOINT_URL_DYNAMODB"])
+
+    def describe(self) -> str:
+        return f"{self.command} (pid {self.pid})"
+
+
+def write_state(data_file: Path, state: StackState) -> None:
+    atomic_write(state_path(data_file), [json.dumps(asdict(state), indent=1)])
+
+
+def read_state(data_file: Path) -> StackState | None:
+    try:
+        raw: dict[str, Any] = json.loads(state_path(data_file).read_text(encoding="utf-8"))
+        return StackState(**raw)
+    except (OSError, ValueError, TypeError):  # absent, being replaced, or not ours
+        return None
+
+
+def remove_state(data_file: Path) -> None:
+    state_path(data_file).unlink(missing_ok=True)
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process, alive
+        return True
+    return True
+
+
+def running_stack(data_file: Path, wait_s: float = STATE_WAIT_S) -> StackState | None:
+    """The live stack that owns `data_file`, or None when no process holds its lock (a state file
+    left by a stack that was killed is removed then). DataFileInUseError when the lock is held but no
+    answering stack is found within `wait_s` (seconds for one that is still starting)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        probe = DataLock(data_file)
+        if probe.try_acquire():
+            remove_state(data_file)
+            probe.release()
+            return None
+        state = read_state(data_file)
+        if state is not None and process_alive(state.pid):
+            try:
+                check_answers(state.dynamodb_url, f"the local stack {state.describe()}, using {data_file},")
+            except NotAnsweringError as error:
+                raise DataFileInUseError(f"{error}; stop it (kill {state.pid}) and try again") from None
+            return state
+        if time.monotonic() > deadline:
+            raise DataFileInUseError(
+                f"{data_file} is locked by another process ({lock_path(data_file)}), which published no running "
+                "stack; stop the other local tool using it, or pass --data-file with another file"
+            )
+        time.sleep(0.1)
+
+
+def in_use_error(data_file: Path) -> DataFileInUseError:
+    """What a second stack on a data file is told: who holds it, and what to do instead."""
+    state = read_state(data_file)
+    owner = state.describe() if state is not None else "another local tool"
+    return DataFileInUseError(
+        f"{data_file} is in use by {owner}; only one local stack may write it at a time. "
+        "The other tools (infra.chat, infra.invoke, infra.sms, infra.inspect_prompt) attach to it; "
+        "to start another stack, stop that one first or pass --data-file with another file"
+    )

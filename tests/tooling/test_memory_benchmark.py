@@ -1,0 +1,255 @@
+"""The memory benchmark's data and scoring (issues 18 and 31): the loader reads LoCoMo's layouts
+faithfully (both speakers, captions, dates, evidence ids read tolerantly and the unreadable ones
+reported), answers match on whole words, the baselines come from the original transcript, and the
+scores fail when the memory does. The protocol's run on the local stack: the integration test."""
+
+import argparse
+import json
+import zipfile
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from infra.bench.memory_benchmark.__main__ import datasets
+from infra.bench.memory_benchmark.baselines import CEILING, transcript, windows
+from infra.bench.memory_benchmark.dataset import CATEGORIES, MEM0_LABELS, DatasetError, load, parse_evidence, to_locomo
+from infra.bench.memory_benchmark.figures import table
+from infra.bench.memory_benchmark.matching import has_words, words
+from infra.bench.memory_benchmark.scoring import found, score_ours, score_window
+from infra.bench.memory_benchmark.synthetic import conversations
+from infra.local.bedrock_emulator.server import RecordedRequest
+
+pytestmark = pytest.mark.unit
+
+# A small file of our own in LoCoMo's real layout (texts made up; keys and shapes as published).
+TINY = Path(__file__).resolve().parents[1] / "support" / "data" / "locomo-tiny.json"
+
+
+def _tiny() -> list[dict[str, object]]:
+    return list(json.loads(TINY.read_text(encoding="utf-8")))
+
+
+def test_both_speakers_are_read_and_the_caption_is_part_of_the_image_turn() -> None:
+    [c] = load(TINY)
+    assert (c.client, c.other, c.dialogs, c.client_turns) == ("Joanna", "Nate", 6, 3)
+    assert c.has_other_party
+    said = transcript(c)  # the conversation as said: Nate's lines are the AI's, word for word
+    assert [type(m).__name__ for m in said] == ["HumanMessage", "AIMessage"] * 3
+    assert said[1].content == "Nice one! I adopted a turtle named Shelly last week."
+    image = c.dialog("D1:3")
+    assert image is not None
+    assert image.caption == "a photo of a red bicycle leaning on a brick wall"
+    assert image.content == (
+        "Look what I bought for the training rides! [shares a photo of a red bicycle leaning on a brick wall]"
+    )
+
+
+def test_each_session_has_its_own_date() -> None:
+    [c] = load(TINY)
+    assert [s.when for s in c.sessions] == [datetime(2022, 1, 21, 19, 31), datetime(2022, 3, 23, 14, 1)]
+
+
+def test_evidence_ids_are_read_tolerantly_and_every_unreadable_one_is_reported() -> None:
+    [c] = load(TINY)
+    by_question = {q.question: q for q in c.questions}
+    assert by_question["When did Joanna run the race?"].evidence == ("D2:1",)  # `D:2:1`
+    before = by_question["What did Joanna do before the race?"]
+    assert (before.evidence, before.unparsed) == (("D1:1", "D1:3"), ())  # `D1:1; D1:03`
+    races = by_question["How many races has Joanna run?"]
+    assert (races.evidence, races.unparsed) == ((), ("D9:9", "session one"))
+    known = {"D8:6", "D9:17", "D11:26", "D30:5"}
+    assert parse_evidence(["D8:6; D9:17", "D:11:26", "D30:05", "D8"], known) == (
+        ("D8:6", "D9:17", "D11:26", "D30:5"),
+        ("D8",),
+    )
+
+
+def test_the_zip_s_one_conversation_a_file_layout_and_a_folder_read_as_the_json_does(tmp_path: Path) -> None:
+    [sample] = _tiny()
+    body = dict(sample["conversation"])  # type: ignore[call-overload]
+    archive = tmp_path / "locomo10.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:  # the repository's data/locomo10.zip: keys at the top level
+        for number in (2, 1):
+            zipped.writestr(f"locomo10/{number}.json", json.dumps(body | {"qa": sample["qa"]}))
+    from_zip = load(archive)
+    assert [c.sample_id for c in from_zip] == ["conv-1", "conv-2"]
+    [from_json] = load(TINY)
+    assert [c.sessions for c in from_zip] == [from_json.sessions] * 2
+    assert from_zip[0].questions == from_json.questions
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(_tiny()))
+    assert [c.sessions for c in load(folder)] == [from_json.sessions]
+
+
+def test_conversations_is_honoured_with_data(tmp_path: Path) -> None:
+    samples = _tiny() * 3
+    path = tmp_path / "three.json"
+    path.write_text(json.dumps(samples))
+    chosen = datasets(argparse.Namespace(quick=False, conversations=2, data=path, synthetic=False))
+    assert list(chosen) == ["LoCoMo"]
+    assert len(chosen["LoCoMo"]) == 2
+    both = datasets(argparse.Namespace(quick=False, conversations=1, data=path, synthetic=True))
+    assert (len(both["LoCoMo"]), len(both["synthetic"])) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ([{"sample_id": "x", "conversation": {"speaker_b": "B"}}], "sample x: no conversation with a 'speaker_a'"),
+        ([{"sample_id": "x", "conversation": {"speaker_a": "A", "session_1": {}}}], "session_1 is not a list"),
+        ([{"sample_id": "x", "conversation": {"speaker_a": "A", "session_1": [{"text": "hi"}]}}], "a dialog needs"),
+        ([{"sample_id": "x", "conversation": {"speaker_a": "A"}, "qa": [{"question": 1}]}], "question 1: a question"),
+        ([7], "conversations as JSON objects"),
+        ([], "no conversation in LoCoMo's layout"),
+    ],
+)
+def test_a_file_not_in_the_layout_is_refused_with_where(tmp_path: Path, document: object, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(DatasetError, match=message):
+        load(path)
+
+
+def test_a_file_that_is_not_json_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text("{not json")
+    with pytest.raises(DatasetError, match="cannot read it as LoCoMo's JSON"):
+        load(path)
+
+
+def test_answers_and_traps_match_whole_words_after_locomo_s_normalisation() -> None:
+    assert words("The Red, bicycle!") == ["red", "bicycle"]
+    assert has_words(words("I ran 2 races"), "2")
+    assert not has_words(words("How far will you ride in 2026?"), "2")
+    assert not has_words(words("Yesterday I signed up"), "Yes")
+    assert has_words(words("a RED bicycle"), "the red bicycle")
+    assert not has_words(words("red shoes and a bicycle"), "red bicycle")  # a run of words, in order
+    assert not has_words(words("anything"), "")
+
+
+def test_the_ceiling_holds_everything_said_and_the_rules_show_in_its_scores() -> None:
+    [c] = load(TINY)
+    history = transcript(c)
+    by_question = {q.question: q for q in c.questions}
+    scored = {
+        q.question: score_window(q, c, windows(history, q.question, 12_000)[CEILING], q.question) for q in c.questions
+    }
+    assert scored["What is the name of Nate's turtle?"].via == "evidence"  # speaker_b's line
+    assert scored["What colour is the bicycle Joanna bought?"].via == "evidence"  # the caption
+    assert scored["What did Joanna do before the race?"].evidence_share == 1.0
+    assert not scored["How many races has Joanna run?"].recalled  # "2" is not in "2026"
+    assert not scored["Did Nate run the race too?"].false_evidence  # "Yes" is not in "Yesterday"
+    trap = by_question["Did Nate run the race too?"]
+    assert score_window(trap, c, [HumanMessage("yes, he did")], trap.question).false_evidence
+
+
+def test_an_answer_found_without_the_evidence_is_reported_as_such() -> None:
+    [c] = load(TINY)
+    question = next(q for q in c.questions if q.answer == "Shelly")
+    assert found(question, c, "Shelly says hi too.") == ("answer", 0.0)
+    assert found(question, c, "nothing here") == ("", 0.0)
+
+
+def test_categories_are_named_as_locomo_s_evaluation_code_and_mem0_s_labels_are_given() -> None:
+    assert {n: CATEGORIES[n] for n in range(1, 6)} == {
+        1: "multi-hop",
+        2: "temporal",
+        3: "open-domain",
+        4: "single-hop",
+        5: "adversarial",
+    }
+    assert MEM0_LABELS[1] == "single-hop"
+    assert MEM0_LABELS[3] == "multi-hop"
+
+
+def test_the_synthetic_conversations_are_what_the_issue_asks_for(tmp_path: Path) -> None:
+    written = conversations(10)
+    path = tmp_path / "ours.json"
+    path.write_text(json.dumps(to_locomo(written)))
+    read = load(path)
+    assert read == written  # our own data goes through the same loader
+    for c in read:
+        assert not c.has_other_party  # the coach's lines are the coach's to make
+        assert c.client_turns >= 300
+        assert len(c.sessions) >= 10
+        assert {s.channel for s in c.sessions} == {"app", "sms"}
+        categories = {q.category_name for q in c.questions}
+        assert {"single-hop", "multi-hop", "temporal", "open-domain", "adversarial", "knowledge-update"} <= categories
+        assert all(q.evidence and all(c.dialog(e) for e in q.evidence) for q in c.questions if q.answer)
+        assert any(d.text == "start over" for s in c.sessions for d in s.dialogs)
+        # Each abstention question has a trap the client never says (so any trap found was not said).
+        traps = [q.trap for q in c.questions if q.answer is None]
+        said = " ".join(d.text for s in c.sessions for d in s.dialogs).casefold()
+        assert len(traps) == 2
+        assert all(t and t.casefold() not in said for t in traps)
+
+
+def _request(system: str, *texts: str) -> RecordedRequest:
+    messages = [{"role": "user", "content": [{"text": t}]} for t in texts]
+    return RecordedRequest("m", "converse-stream", {"system": [{"text": system}], "messages": messages})
+
+
+def test_scores_see_a_missing_fact_and_a_superseded_value_presented_as_current() -> None:
+    [c] = conversations(1, 10, 0)
+    weight_now = next(q for q in c.questions if q.question == "How much do I weigh now?")
+    old = weight_now.superseded[0]
+    good = _request(f"Already known:\n- fitness_assessment.age_and_body: my weight is {weight_now.answer}", "hi")
+    stale = _request(f"Already known:\n- fitness_assessment.age_and_body: {old}\n\nAbout the client:\n- x", "hi")
+    assert score_ours(weight_now, c, [good]).recalled
+    assert score_ours(weight_now, c, [good]).carrier == "saved answers"
+    assert not score_ours(weight_now, c, [good]).superseded_as_current
+    assert not score_ours(weight_now, c, [stale]).recalled
+    assert score_ours(weight_now, c, [stale]).superseded_as_current
+    history = [HumanMessage(old), AIMessage("ok"), *[HumanMessage("filler")] * 30]
+    kept = windows(history, weight_now.question, 12_000)
+    window, cut = (score_window(weight_now, c, kept[n], weight_now.question) for n in ("window-15", "full-cut"))
+    assert not window.recalled  # the old value was said 31 messages ago
+    assert cut.holds_old_value
+    assert score_window(weight_now, c, kept[CEILING], weight_now.question).tokens > window.tokens
+
+
+def test_evidence_found_only_with_the_summary_s_help_is_not_claimed() -> None:
+    [c] = load(TINY)
+    turtle = next(q for q in c.questions if q.answer == "Shelly")
+    line = "Nice one! I adopted a turtle named Shelly last week."
+    in_summary = score_ours(turtle, c, [_request(f"Summary of the earlier conversation:\n{line}", "hi")])
+    assert (in_summary.recalled, in_summary.carrier) == (True, "summary")
+    in_window = score_ours(turtle, c, [_request("You are Coach.", line, "What is the name of Nate's turtle?")])
+    assert (in_window.recalled, in_window.carrier) == (True, "window")
+
+
+def test_an_abstention_question_is_scored_for_false_evidence_in_ours_and_the_baselines() -> None:
+    [c] = conversations(1, 10, 0)
+    cat = next(q for q in c.questions if q.question == "What is the name of my cat?")
+    assert cat.trap
+    clean = _request("Already known:\n- fitness_assessment.fitness_level: beginner", "What is my cat's name?")
+    trapped = _request(f"About the client:\n- cat: {cat.trap}", "What is my cat's name?")
+    in_tool_result = [clean, _request("", f"answer_history: {cat.trap.upper()}")]
+    assert not score_ours(cat, c, [clean]).false_evidence
+    assert score_ours(cat, c, [trapped]).false_evidence
+    assert score_ours(cat, c, in_tool_result).false_evidence  # any round the model reads counts
+    quiet = windows([HumanMessage("hello"), AIMessage("hi")], cat.question, 12_000)
+    assert not any(score_window(cat, c, kept, cat.question).false_evidence for kept in quiet.values())
+    told = windows([HumanMessage(f"my cat is {cat.trap}"), AIMessage("ok")], cat.question, 12_000)
+    assert all(score_window(cat, c, kept, cat.question).false_evidence for kept in told.values())
+
+
+def test_the_table_names_each_category_with_mem0_s_label_and_lists_unparsed_ids() -> None:
+    memory = {"recall": 1, "evidence_share": 0.5, "mean_tokens": 100, "tokens_ratio": 0.1, "abstention_clean": 0}
+    f = {
+        "answerable": 2,
+        "abstention_questions": 0,
+        "updates": 0,
+        "ours": memory,
+        "by_category": {"multi-hop": {"questions": 2, "ours": 1}},
+        "ours_answer_only": 0,
+        "summary_only": 0,
+        "by_carrier": {"recall": 1},
+        "unparsed_evidence": ["tiny-1: D9:9"],
+    }
+    lines = "\n".join(table(f))
+    assert "| multi-hop (1; Mem0: single-hop) | 2 | 50.0 % (1/2) |" in lines
+    assert "`tiny-1: D9:9`" in lines
