@@ -27,6 +27,15 @@ from infra.local.template import load_template
 IDLE_POLL_S = (0.05, 1.0)  # the pause between empty reads grows from the first to the second
 
 
+THREAD_PREFIX = "stream-"  # a poller's thread: the functions it invokes run on it
+
+
+def on_stream_poller() -> bool:
+    """Whether the running code is a stream subscriber's (the recall indexer, off a turn's path),
+    invoked by this process's local stack: measurements of a turn leave its requests out."""
+    return threading.current_thread().name.startswith(THREAD_PREFIX)
+
+
 def matches(pattern: Mapping[str, Any], event: Any) -> bool:
     """Whether `event` matches a Lambda event filter pattern (the subset of EventBridge's syntax the
     template uses: literal values, `prefix`, `anything-but`, `exists`, nested objects)."""
@@ -84,7 +93,7 @@ class StreamPoller:
         self._stop = threading.Event()
         self._idle = threading.Condition()
         self._caught_up_at = 0.0  # when a read last found nothing new (time.monotonic)
-        self._thread = threading.Thread(target=self._run, daemon=True, name=f"stream-{logical_id}")
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"{THREAD_PREFIX}{logical_id}")
         self._client: Any = None
         self._iterator: str | None = None
         self.invocations = 0

@@ -61,6 +61,9 @@ def test_the_aws_console_reads_only_and_redacts_unless_asked(tmp_path: Path) -> 
                 process.wait(timeout=30)
             # Issue 21: each read of the real table is in the audit trail the console prints.
             audit = [line for line in printed.read_text().splitlines() if '"Context access"' in line]
-            assert [json.loads(line)["why"] for line in audit] == ["console:memory", "console:prompt"]
+            # (The prompt's read, then its read of the recall index: each access is audited.)
+            reads = [json.loads(line) for line in audit]
+            assert [read["why"] for read in reads] == ["console:memory", "console:prompt", "console:prompt"]
+            assert "what_recalled" in reads[2]
             assert all(json.loads(line)["whose"] == user for line in audit)
             assert "Alexandra" not in "".join(audit)

@@ -103,7 +103,10 @@ def test_one_client_message_id_delivered_5_times_at_once_and_again_is_one_turn(s
     assert len(answers) == 1, answers
     assert {r.json()["reply"] for r in answered + sequential} == {answered[0].json()["reply"]}
     stored = [i for i in partition(stack, user_id) if i["sk"]["S"].startswith("MSG#")]
-    assert sorted(i["role"]["S"] for i in stored) == ["assistant", "user"]
+    # One turn: the message once, the reply once (and the answer's tool call and result, once).
+    assert [i["role"]["S"] for i in stored].count("user") == 1
+    assert [i.get("content", {}).get("S") for i in stored].count(answered[0].json()["reply"]) == 1
+    assert len(stored) <= 4
 
 
 def test_one_message_sid_delivered_5_times_at_once_is_one_turn_and_one_sms(stack: LocalStack) -> None:

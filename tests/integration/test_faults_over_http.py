@@ -183,6 +183,8 @@ def test_a_hung_model_ends_the_turn_by_its_deadline_and_counts_for_the_breaker(
     }
     for name, value in tight.items():
         monkeypatch.setenv(name, value)
+    # Without recall: its embedding call shares the endpoint, and this counts the model's calls.
+    monkeypatch.delenv("RECALL_INDEX_ARN", raising=False)
     with TcpProxy(int(stack.bedrock.url.rsplit(":", 1)[1])) as stalled:
         stalled.mode = "stall"
         monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", stalled.url)

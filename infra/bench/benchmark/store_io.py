@@ -12,6 +12,7 @@ from typing import Any
 import boto3
 
 from infra.bench.benchmark.stats import percentile
+from infra.local.streams import on_stream_poller
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.llm.chat_model import build_chat_model
@@ -31,10 +32,12 @@ class TableTraffic:
     bytes_sent: int = 0
 
     def before_call(self, model: Any, **_: Any) -> None:
+        if on_stream_poller():
+            return
         self.calls[model.name] += 1
 
     def after_call(self, model: Any, http_response: Any, parsed: dict[str, Any], **_: Any) -> None:
-        if model.name in READS:
+        if model.name in READS and not on_stream_poller():
             self.items_read += int(parsed.get("Count", 1 if "Item" in parsed else 0))
             self.bytes_read += len(http_response.content or b"")
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.bench.cost.capacity import READS, WRITES, item_size, request_read_units, request_write_units, written_items
+from infra.local.streams import on_stream_poller
 
 SQS_CHUNK_BYTES = 64 * 1024
 ITEM_STORAGE_OVERHEAD_BYTES = 100  # DynamoDB bills each stored item 100 bytes more
@@ -117,8 +118,8 @@ class Meter:
                 self._overhead_s += time.perf_counter() - started
 
     def _before_dynamodb(self, model: Any, params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
-        if not self._active.is_set() or model.name not in READS | WRITES:
-            return
+        if not self._active.is_set() or model.name not in READS | WRITES or on_stream_poller():
+            return  # (the recall indexer's requests are its own function's, off the turn's path)
         request = json.loads(params.get("body") or b"{}")
         before = self._stored(written_items(model.name, request)) if model.name in WRITES else []
         context[_PENDING] = (request, before)

@@ -292,8 +292,9 @@ async function sendSms(from, text) {
 async function linkPhone() {
   const phone = $("sms-from").value;
   const link = await api("/phone-links", { method: "POST", headers: asUser() });
-  notice(`Link code ${link.code}: texting LINK ${link.code} from ${phone}`);
+  notice(`Link code ${link.code}: texting LINK ${link.code}, then YES when asked, from ${phone}`);
   await sendSms(phone, `LINK ${link.code}`);
+  await sendSms(phone, "YES"); // the phone agrees to the link (nothing is linked before)
   renderMemory(await api(`/console/api/users/${encodeURIComponent(state.user)}/memory`), ["phones"]);
 }
 
