@@ -20,6 +20,7 @@ from infra.console.context import ConsoleContext
 from infra.console.memory_view import changed_paths
 from infra.console.meter import Meter, metered
 from infra.console.schemas import MemoryView, TokenFigures, TurnFigures, TurnRecord
+from infra.local.gateway import read_body
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -173,15 +174,6 @@ def _sse_outcome(text: str) -> tuple[str, str]:
     return status, "".join(reply)
 
 
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)
-
-
 class ChatRecorder:
     """ASGI middleware in front of the local gateway: serves the console's own routes, and records
     every `POST /chat` that passes through (from the console's page or any other client)."""
@@ -201,7 +193,7 @@ class ChatRecorder:
             await self._gateway(scope, receive, send)
 
     async def _recorded(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = await _read_body(receive)
+        body = await read_body(receive)
         replayed = False
 
         async def replay() -> Message:

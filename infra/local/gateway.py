@@ -117,7 +117,8 @@ async def _refuse(send: Send, response_type: str) -> None:
     await _respond(send, response.status, response.body, headers=response.headers)
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def read_body(receive: Receive) -> bytes:
+    """An ASGI request's whole body (the console's recorder reads it the same way)."""
     chunks = []
     while True:
         message = await receive()
@@ -192,7 +193,7 @@ class GatewayApp:
             with acting_as(route.logical_id):
                 await asgi_app(route.logical_id)(scope | {"headers": headers}, receive, send)
             return
-        await self._invoke(route, scope, headers, request_context, await _read_body(receive), send)
+        await self._invoke(route, scope, headers, request_context, await read_body(receive), send)
 
     @staticmethod
     def _bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
