@@ -18,7 +18,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -36,7 +36,7 @@ from infra.local.waf import LocalWaf
 from infra.local.web_adapter import REQUEST_CONTEXT_HEADER
 
 Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 PUBLIC_DOCUMENTS = ("/openapi.json",)
 KEEP_ALIVE_S = 60  # seconds an idle client connection stays open (see LocalGateway)
