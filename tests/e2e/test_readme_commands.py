@@ -188,9 +188,11 @@ def test_the_local_development_commands_as_written(tmp_path: Path) -> None:
         # Issue 21: the operator's read is in the audit trail, on stderr (and no other log line is).
         inspect_errors = errors[readme_line("uv run python -m infra.inspect_prompt")].splitlines()
         audit = [json.loads(line) for line in inspect_errors if line.startswith("{")]
+        # (Two reads: the memory, then the recall index.)
         assert [(entry["message"], entry["who"], entry["whose"]) for entry in audit] == [
             ("Context access", "command:infra.inspect_prompt", "local-user")
-        ]
+        ] * 2
+        assert "what_recalled" in audit[1]
         # A new user's first message that answers the first question is kept, not asked again.
         first = outputs[readme_line('echo "I')]
         assert "fitness level: “I'm a beginner”" in first
@@ -400,8 +402,10 @@ def test_the_standalone_stack_serves_another_process_and_saves_on_sigterm(tmp_pa
         stack.send_signal(signal.SIGTERM)
         assert stack.wait(timeout=60) == 0
     saved = [json.loads(line) for line in data_file.read_text(encoding="utf-8").splitlines()]
-    roles = sorted(item["role"]["S"] for item in saved if "role" in item)
-    assert roles == ["assistant"] * 3 + ["user"] * 3
+    roles = [item["role"]["S"] for item in saved if "role" in item]
+    # Three turns saved (the event's message is an answer: its tool call and result are saved too).
+    assert roles.count("user") == 3
+    assert len([item for item in saved if item.get("role", {}).get("S") == "assistant" and item.get("content")]) >= 3
 
 
 def test_aws_mode_without_a_table_says_what_to_set() -> None:
@@ -411,7 +415,7 @@ def test_aws_mode_without_a_table_says_what_to_set() -> None:
         input="", capture_output=True, text=True, cwd=REPO, env=environment, timeout=60, check=False,
     )  # fmt: skip
     assert completed.returncode == 2
-    assert "configuration is incomplete or invalid (table_name)" in completed.stderr
+    assert "configuration is incomplete or invalid (TABLE_NAME)" in completed.stderr  # the variable to set
 
 
 def test_texting_without_a_running_stack_says_how_to_start_it() -> None:

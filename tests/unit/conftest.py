@@ -1,5 +1,6 @@
 """Unit-test fixtures: DynamoDB is moto in-process; Bedrock is the emulator on loopback."""
 
+import os
 from collections.abc import Iterator
 
 import boto3
@@ -24,8 +25,10 @@ TABLE = "onboarding-memory-test"
 
 @pytest.fixture
 def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
-    # In-process moto; an endpoint left by a running local stack must not redirect these calls.
-    monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB", raising=False)
+    # In-process moto; an endpoint left by a running local stack (of another test module on this
+    # worker) must not redirect these calls, for DynamoDB or any other service.
+    for name in [name for name in os.environ if name.startswith("AWS_ENDPOINT_URL")]:
+        monkeypatch.delenv(name)
     monkeypatch.setenv("TABLE_NAME", TABLE)
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
