@@ -13,6 +13,9 @@ from infra.bench.benchmark.sections import FUNCTIONS, MODEL_FUNCTIONS, SECTIONS,
 
 pytestmark = pytest.mark.e2e
 NEEDS_A_BUILD = {"cold starts", "SnapStart priming", "deployment sizes (sam build)"}
+# At scale even when quick (histories to 500, a table of 2,000 items): the slow tier runs them; the
+# default run keeps "DynamoDB per turn", and tests/tooling/test_flat_dynamodb.py the flat cost.
+AT_SCALE = {"store growth", "turn against the table's size"}
 
 
 def _checks(name: str, figures: dict[str, Any]) -> None:
@@ -69,7 +72,8 @@ def _checks(name: str, figures: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", [pytest.param(name, marks=pytest.mark.slow) if name in NEEDS_A_BUILD else name for name in SECTIONS]
+    "name",
+    [pytest.param(name, marks=pytest.mark.slow) if name in NEEDS_A_BUILD | AT_SCALE else name for name in SECTIONS],
 )
 def test_each_section_runs_in_its_quick_form(name: str, tmp_path: Path) -> None:
     outcome = SECTIONS[name](Workspace(quick=True, scratch=tmp_path))

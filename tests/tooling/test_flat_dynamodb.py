@@ -99,13 +99,26 @@ def _answers(layer: bool, items: list[tuple[str, str, int]], queries: list[dict[
         return [_query(client, query) for query in queries]
 
 
-@settings(max_examples=40)
-@given(
-    items=st.lists(st.tuples(st.sampled_from(PARTITIONS), SORT_KEYS, st.integers(0, 2)), max_size=25),
-    queries=st.lists(QUERIES, min_size=1, max_size=6),
-)
-def test_queries_answer_as_moto_does(items: list[tuple[str, str, int]], queries: list[dict[str, Any]]) -> None:
+# Each check draws EXAMPLES cases in the default run and SLOW_EXAMPLES in the slow tier.
+EXAMPLES, SLOW_EXAMPLES = 12, 60
+ITEMS = st.lists(st.tuples(st.sampled_from(PARTITIONS), SORT_KEYS, st.integers(0, 2)), max_size=25)
+
+
+def _same_answers(items: list[tuple[str, str, int]], queries: list[dict[str, Any]]) -> None:
     assert _answers(True, items, queries) == _answers(False, items, queries)
+
+
+@settings(max_examples=EXAMPLES)
+@given(items=ITEMS, queries=st.lists(QUERIES, min_size=1, max_size=6))
+def test_queries_answer_as_moto_does(items: list[tuple[str, str, int]], queries: list[dict[str, Any]]) -> None:
+    _same_answers(items, queries)
+
+
+@pytest.mark.slow
+@settings(max_examples=SLOW_EXAMPLES)
+@given(items=ITEMS, queries=st.lists(QUERIES, min_size=1, max_size=6))
+def test_queries_answer_as_moto_does_at_scale(items: list[tuple[str, str, int]], queries: list[dict[str, Any]]) -> None:
+    _same_answers(items, queries)
 
 
 OPERATIONS = st.lists(
@@ -168,20 +181,33 @@ def _after_transactions(layer: bool, transactions: list[list[tuple[str, str, str
         return outcomes, table, newest, _stream_records(client) if stream else None
 
 
-@settings(max_examples=40)
+def _same_tables(transactions: list[list[tuple[str, str, str, str]]], stream: bool = False) -> None:
+    """A cancelled transaction leaves nothing, in the table or (`stream`) in its stream, which the
+    recall indexer reads: as moto's own copies leave nothing, and as on DynamoDB."""
+    assert _after_transactions(True, transactions, stream) == _after_transactions(False, transactions, stream)
+
+
+@settings(max_examples=EXAMPLES)
 @given(st.lists(OPERATIONS, min_size=1, max_size=6))
 def test_transactions_leave_the_table_as_moto_does(transactions: list[list[tuple[str, str, str, str]]]) -> None:
-    assert _after_transactions(True, transactions) == _after_transactions(False, transactions)
+    _same_tables(transactions)
 
 
-@settings(max_examples=25)
+@settings(max_examples=EXAMPLES)
 @given(st.lists(OPERATIONS, min_size=1, max_size=6))
 def test_a_streamed_table_and_its_stream_end_as_moto_leaves_them(
     transactions: list[list[tuple[str, str, str, str]]],
 ) -> None:
-    """A cancelled transaction leaves no record in the stream (the recall indexer reads it), as
-    moto's own copies leave none, and as on DynamoDB."""
-    assert _after_transactions(True, transactions, stream=True) == _after_transactions(False, transactions, stream=True)
+    _same_tables(transactions, stream=True)
+
+
+@pytest.mark.slow
+@settings(max_examples=SLOW_EXAMPLES)
+@given(st.lists(OPERATIONS, min_size=1, max_size=6), st.booleans())
+def test_transactions_and_streams_as_moto_at_scale(
+    transactions: list[list[tuple[str, str, str, str]]], stream: bool
+) -> None:
+    _same_tables(transactions, stream)
 
 
 def test_a_cancelled_transaction_takes_back_its_stream_records() -> None:
