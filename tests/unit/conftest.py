@@ -1,6 +1,5 @@
 """Unit-test fixtures: DynamoDB is moto in-process; Bedrock is the emulator on loopback."""
 
-import os
 from collections.abc import Iterator
 
 import boto3
@@ -23,12 +22,16 @@ from onboarding.turn.service import TurnService
 TABLE = "onboarding-memory-test"
 
 
+MOTO_SERVED = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_SSM")
+
+
 @pytest.fixture
 def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     # In-process moto; an endpoint left by a running local stack (of another test module on this
-    # worker) must not redirect these calls, for DynamoDB or any other service.
-    for name in [name for name in os.environ if name.startswith("AWS_ENDPOINT_URL")]:
-        monkeypatch.delenv(name)
+    # worker) must not redirect the calls moto serves here. (The Bedrock emulator's and the index
+    # stand-in's endpoints, which a test's own fixtures set, stay.)
+    for name in MOTO_SERVED:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TABLE_NAME", TABLE)
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")

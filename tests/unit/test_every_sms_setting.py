@@ -52,6 +52,11 @@ def sms_environment(dynamodb: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[
 
     put("/other/token", TOKEN)
     ssm.put_parameter(Name="/other/url", Value=URL, Type="String")  # as the deployed stack writes it
+    # As tests/conftest.py sets them: a local stack of another module on this worker may have changed them.
+    monkeypatch.setenv("TWILIO_WEBHOOK_URL", "https://example.execute-api.us-east-1.amazonaws.com/v1/sms")
+    monkeypatch.delenv("TWILIO_WEBHOOK_URL_PARAMETER", raising=False)
+    monkeypatch.setenv("SMS_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/sms-turns.fifo")
+    monkeypatch.setenv("TWILIO_ACCOUNT_SID", "AC00000000000000000000000000000000")
     monkeypatch.setenv("IDEMPOTENCY_TABLE_NAME", IDEMPOTENCY)
     monkeypatch.setenv("TWILIO_AUTH_TOKEN_PARAMETER", "/other/token")
     monkeypatch.setenv("SMS_DEDUPE_WINDOW_S", "900")
