@@ -28,6 +28,12 @@ NOT_EXERCISED = {
     ("SmsWorkerFunction", "Idempotency", "dynamodb:GetItem"): (
         "Powertools Idempotency's documented permissions, as for the webhook"
     ),
+    # Used (the erase flows' REMOVE records reach it), but no flow fails without it yet: the erase
+    # deletes the vectors itself first, and the indexer's failed delete is retried, then skipped.
+    # It is what deletes the vectors of a message that TTL removes; a flow that waits for one is due.
+    ("RecallIndexerFunction", "WriteRecallIndex", "s3vectors:DeleteVectors"): (
+        "the indexer's delete backs up the erase's own and serves TTL expiry, which no flow reaches"
+    ),
 }
 # A quick copy of the mutations for the default run: the actions that were missing once.
 QUICK_MUTATIONS = [
