@@ -41,15 +41,17 @@ def test_the_quick_memory_benchmark_recalls_the_evidence_and_never_a_stale_value
 
 @pytest.mark.slow
 def test_the_full_run_keeps_the_synthetic_goals_and_reads_locomo_whole_when_given(tmp_path: Path) -> None:
-    """The full run at full length (300-turn synthetic conversations; with LOCOMO_DATA, LoCoMo's
-    too), on MEMORY_BENCHMARK_CONVERSATIONS of each (2 by default, a few minutes: the whole ten take
-    tens of minutes and are the documented command behind docs/memory-benchmark.md); the quick run
-    above is its copy in the default tier."""
+    """The full run (10 synthetic conversations of 300 turns; with LOCOMO_DATA, LoCoMo's ten too):
+    tens of minutes on a small machine, so in the slow tier; the quick run above is its copy.
+    MEMORY_BENCHMARK_CONVERSATIONS takes fewer (a smaller set is drawn differently, not the first
+    of the ten: 2 conversations recalled 22 of their 24 answerable questions)."""
     data = os.environ.get("LOCOMO_DATA")  # LoCoMo's licence keeps it out of the repository
-    count = int(os.environ.get("MEMORY_BENCHMARK_CONVERSATIONS", "2"))
+    count = int(os.environ.get("MEMORY_BENCHMARK_CONVERSATIONS", "10"))
     line = "uv run python -m infra.memory_benchmark" + (f" --data {data} --synthetic" if data else "")
     line += f" --conversations {count}"
-    completed = run_line(line, sandbox(tmp_path), timeout_s=5400)
+    # What is measured is what reaches the prompt, not how fast: a recall cut off by a busy CI
+    # machine's timeout (RECALL_TIMEOUT_S, 1 s) would count as forgotten.
+    completed = run_line(line, sandbox(tmp_path), timeout_s=5400, RECALL_TIMEOUT_S="10")
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     saved = json.loads((tmp_path / ".local" / "memory-benchmark.json").read_text(encoding="utf-8"))
     synthetic = saved["figures"]["datasets"]["synthetic"]
