@@ -18,6 +18,7 @@ from onboarding.composition import build_account, build_indexer, build_turn_serv
 from onboarding.config import Settings
 from onboarding.config.flags import MemoryFeatures
 from onboarding.memory.recall import RECALL_HEADER, recall_lines
+from onboarding.memory.tokens import count_tokens
 from onboarding.model.messages import Message
 from onboarding.model.records import ConversationSummary, TurnContext
 from onboarding.persistence import Repositories
@@ -95,6 +96,22 @@ def test_the_section_holds_what_fits_its_allowance_in_the_order_it_was_said() ->
     lines = recall_lines(ranked, 200)
     assert lines == ["- 2026-01-01 Client: first", "- 2026-01-03 Client: " + " ".join(["third"] * 10)]
     assert recall_lines(ranked, 10) == []  # not even the header fits
+
+
+def test_a_line_said_again_and_again_is_shown_once_and_leaves_room_for_one_said_once() -> None:
+    def message(n: int, text: str, role: str = "user") -> Message:
+        return Message(role, text, f"{n:013d}-000000000000", datetime(2026, 1, n, tzinfo=UTC))
+
+    small_talk = "Sorry, the dog needed me. Where were we?"
+    ranked = [message(n, small_talk if n % 2 else small_talk.upper()) for n in range(1, 9)]
+    ranked += [message(9, small_talk, role="assistant"), message(10, "By the way, my dog is called Rocket.")]
+    expected = [  # the most relevant copy (its day), the coach's words apart, then the aside
+        "- 2026-01-01 Client: Sorry, the dog needed me. Where were we?",
+        "- 2026-01-09 Coach: Sorry, the dog needed me. Where were we?",
+        "- 2026-01-10 Client: By the way, my dog is called Rocket.",
+    ]
+    allowance = count_tokens(RECALL_HEADER) + 1 + sum(count_tokens(line) + 1 for line in expected)
+    assert recall_lines(ranked, allowance) == expected
 
 
 # --- a turn's recall ----------------------------------------------------------------------------

@@ -29,10 +29,17 @@ SMALL_TALK = (
     "Is it fine to train when I'm a bit tired?",
     "Should I eat before a morning workout?",
 )
+# A detail said once in passing, and the question that asks for it in the client's own words (one
+# question for all three read "What is my job's name or job?", which no client would ask).
 ASIDES = (
-    ("daughter", "By the way, my daughter {x} started school this week.", ("Emma", "Lucia", "Noor", "Ada")),
-    ("dog", "By the way, my dog is called {x}.", ("Biscuit", "Pepper", "Rocket", "Mango")),
-    ("job", "By the way, I work as a {x}.", ("nurse", "teacher", "welder", "chef")),
+    (
+        "daughter",
+        "By the way, my daughter {x} started school this week.",
+        ("Emma", "Lucia", "Noor", "Ada"),
+        "What is my daughter's name?",
+    ),
+    ("dog", "By the way, my dog is called {x}.", ("Biscuit", "Pepper", "Rocket", "Mango"), "What is my dog called?"),
+    ("job", "By the way, I work as a {x}.", ("nurse", "teacher", "welder", "chef"), "What work do I do?"),
 )
 
 # Abstention traps: names and races that appear nowhere in what a client says (a unit test checks).
@@ -139,7 +146,7 @@ def conversation(index: int, sessions: int = 10, turns_per_session: int = 30, se
         Question("Am I allergic to anything?", answers["allergies"], (s["allergies"],), 4),
         Question("What equipment do I have?", answers["equipment"], (s["equipment"],), 4),
         Question("What should I call you? I mean, what do you call me?", name, (s["name"],), 4),
-        Question(f"What is my {aside[0]}'s name or job?", detail, (s[aside[0]],), 4),
+        Question(aside[3], detail, (s[aside[0]],), 4),
         Question("How much do I weigh now?", newer_weight, (s["weight2"],), 6, (answers["age_and_body"],)),
         Question("What is my main goal?", "half marathon", (s["primary_goal"],), 6, (answers["primary_goal"],)),
         Question("How many days a week do I train?", "4 days", (s["days_per_week"],), 6, (answers["days_per_week"],)),

@@ -20,13 +20,19 @@ def recall_line(message: Message) -> str:
 
 def recall_lines(recalled: Sequence[Message], max_tokens: int) -> list[str]:
     """The lines of `recalled` (most relevant first) that fit `max_tokens` with the section's
-    header, oldest first. A message too long for what is left is passed over, not cut."""
+    header, oldest first. A message too long for what is left is passed over, not cut. A message
+    that repeats one already chosen (the same speaker and words: "sorry, the dog needed me" said on
+    eight days) is shown once, at its most relevant day: its copies would fill the section with one
+    line and push out what was said only once."""
     left = max_tokens - count_tokens(RECALL_HEADER) - 1
     chosen: list[Message] = []
+    seen: set[tuple[str, str]] = set()
     for message in recalled:
+        said = (message.role, " ".join(message.content.lower().split()))
         cost = count_tokens(recall_line(message)) + 1
-        if cost <= left:
+        if said not in seen and cost <= left:
             chosen.append(message)
+            seen.add(said)
             left -= cost
     chosen.sort(key=lambda m: m.message_id)
     return [recall_line(message) for message in chosen]
