@@ -39,10 +39,13 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 from infra.local.bedrock_emulator import BedrockEmulator  # noqa: E402
 from infra.local.flat_dynamodb import install as flat_dynamodb  # noqa: E402
+from tests.support.botocore_data import install as share_botocore_data  # noqa: E402
 
 # In-process moto (the unit and property tests) with the local server's flat-cost layer: a request's
 # cost does not grow with the table (infra/local/flat_dynamodb.py).
 flat_dynamodb()
+# Each test's fresh botocore session reads the service models once per process, not once per test.
+share_botocore_data()
 
 pytest_plugins = ["tests.support.log_audit"]
 
@@ -60,8 +63,10 @@ _KIND_BY_FOLDER = {"unit", "property", "integration", "e2e", "infrastructure"}
 _TOOLING_FOLDER = "tooling"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test is marked by its kind: the folder it lives in."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test is marked by its kind: the folder it lives in. The slow tier runs only when the
+    -m expression names it (`-m slow`, `-m "unit and slow"`): `-m unit` replaces the default
+    `-m "not slow"`, and would otherwise bring the unit tier's scale runs back into it."""
     for item in items:
         folder = Path(str(item.fspath)).parent.name
         if folder in _KIND_BY_FOLDER:
@@ -69,6 +74,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         elif folder == _TOOLING_FOLDER:
             item.add_marker(pytest.mark.tooling)
             item.add_marker(pytest.mark.unit)
+    if "slow" not in (config.option.markexpr or ""):
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 @pytest.fixture

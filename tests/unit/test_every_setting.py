@@ -331,11 +331,11 @@ async def test_a_stream_that_fails_before_its_first_token_is_retried_by_the_retr
 async def test_a_model_slower_than_model_read_timeout_s_fails_the_turn(
     dynamodb: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with BedrockEmulator(chunk_delay_s=0.5) as slow:
+    with BedrockEmulator(chunk_delay_s=0.25) as slow:
         monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", slow.url)
         patient = settings_with()
         assert await run_turn(build_turn_service(patient, repositories(dynamodb, patient)), "u", "Hi")
-        hasty = settings_with(model_read_timeout_s=0.2, model_stream_attempts=1, model_max_attempts=1)
+        hasty = settings_with(model_read_timeout_s=0.1, model_stream_attempts=1, model_max_attempts=1)
         with pytest.raises(ModelUnavailableError):
             await run_turn(build_turn_service(hasty, repositories(dynamodb, hasty)), "u", "Hi")
 

@@ -19,7 +19,7 @@ from onboarding.config import Settings
 from onboarding.config.flags import MemoryFeatures
 from onboarding.memory.recall import RECALL_HEADER, recall_lines
 from onboarding.memory.tokens import count_tokens
-from onboarding.model.messages import Message
+from onboarding.model.messages import Message, Role
 from onboarding.model.records import ConversationSummary, TurnContext
 from onboarding.persistence import Repositories
 from onboarding.persistence.stream import MessageChange, message_change
@@ -99,7 +99,7 @@ def test_the_section_holds_what_fits_its_allowance_in_the_order_it_was_said() ->
 
 
 def test_a_line_said_again_and_again_is_shown_once_and_leaves_room_for_one_said_once() -> None:
-    def message(n: int, text: str, role: str = "user") -> Message:
+    def message(n: int, text: str, role: Role = "user") -> Message:
         return Message(role, text, f"{n:013d}-000000000000", datetime(2026, 1, n, tzinfo=UTC))
 
     small_talk = "Sorry, the dog needed me. Where were we?"
