@@ -14,7 +14,10 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).parents[2]
 
 
+@pytest.mark.slow
 def test_the_quick_fidelity_run_keeps_every_needed_fact_within_the_budget(tmp_path: Path) -> None:
+    """The README's quick run (about 40 s, so in the slow tier). Its smaller copy in the default run:
+    unit/test_memory_flow.py, the same script's onboarding in process, each step's facts checked."""
     # The README's line as written, in a sandbox folder: the report lands in its .local/.
     completed = run_line(readme_line("uv run python -m infra.fidelity --quick"), sandbox(tmp_path), timeout_s=600)
     out_dir = tmp_path / ".local"

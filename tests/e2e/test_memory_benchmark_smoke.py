@@ -14,7 +14,11 @@ from tests.support.readme import readme_line, run_line, sandbox
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.slow
 def test_the_quick_memory_benchmark_recalls_the_evidence_and_never_a_stale_value(tmp_path: Path) -> None:
+    """The README's quick run (about 50 s, so in the slow tier). Its smaller copy in the default run:
+    integration/test_memory_benchmark_protocol.py (a conversation in LoCoMo's layout replayed on the
+    local stack, its questions asked with and without recall and scored beside the baselines)."""
     completed = run_line(
         readme_line("uv run python -m infra.memory_benchmark --quick"), sandbox(tmp_path), timeout_s=600
     )
