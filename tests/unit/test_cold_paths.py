@@ -1,10 +1,14 @@
 """What the functions' cold paths no longer build before they need it (issue 32; decision 0016)."""
 
+from typing import Any
+
+import boto3
 import pytest
 
 from onboarding.composition import build_webhook, build_worker
 from onboarding.config import Settings, WebhookSettings, WorkerSettings
 from onboarding.llm.chat_model import OnDemandClient, build_chat_model
+from tests.unit.conftest import RECALL_INDEX_ARN
 
 SMS = {"SMS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/q.fifo", "IDEMPOTENCY_TABLE_NAME": "idem",
        "TWILIO_AUTH_TOKEN_PARAMETER": "/token", "TWILIO_WEBHOOK_URL": "https://example.com/sms"}  # fmt: skip
@@ -28,3 +32,27 @@ def test_the_sms_functions_answer_and_keep_idempotency_records_on_one_dynamodb_c
     assert webhook.idempotency.client is webhook.intake._store.phones._client
     worker = build_worker(settings, WorkerSettings.from_env(SMS | {"TWILIO_ACCOUNT_SID": "AC" + "0" * 32}))
     assert worker.idempotency.client is worker.responder._store.phones._client
+
+
+@pytest.mark.usefixtures("dynamodb")
+def test_the_webhook_builds_no_index_client_until_an_erase_by_text_needs_it(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recall index's client is the webhook's only for YES DELETE: made then, not at init."""
+    made: list[str] = []
+    real_client: Any = boto3.client
+
+    def counting_client(service: str, *args: Any, **kwargs: Any) -> Any:
+        made.append(service)
+        return real_client(service, *args, **kwargs)
+
+    monkeypatch.setattr(boto3, "client", counting_client)
+    with_index = settings.model_copy(update={"recall_index_arn": RECALL_INDEX_ARN})
+    webhook = build_webhook(with_index, WebhookSettings.from_env(SMS))
+    assert "s3vectors" not in made
+    index = webhook.intake._index
+    assert index is not None
+    assert index.client.meta.service_model.service_name == "s3vectors"  # made, and the right one, when used
+    assert made.count("s3vectors") == 1
+    assert index.client is index.client  # and only once
+    assert made.count("s3vectors") == 1

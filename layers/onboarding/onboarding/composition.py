@@ -8,7 +8,7 @@ LangChain inside themselves, so the SMS webhook, which never calls the model, ne
 """
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import boto3
 from botocore.config import Config
@@ -53,13 +53,20 @@ def build_repositories(settings: Settings) -> Repositories:
 
 def build_vector_index(settings: Settings, hot_path: bool = False) -> VectorIndex | None:
     """The recall index (None when the settings name none). On a turn's hot path its client makes
-    one try, cut at RECALL_TIMEOUT_S; elsewhere (erase, the indexer) botocore's standard tries."""
+    one try, cut at RECALL_TIMEOUT_S, and is made now (SnapStart primes it); elsewhere (erase, the
+    indexer) botocore's standard tries, and the client is made at the first call: the webhook uses
+    it only for an erase by text, and its cold start does not build it (decision 0016)."""
     if not settings.recall_index_arn:
         return None
     from onboarding.llm.embeddings import embeddings_client_config
 
-    client = boto3.client("s3vectors", region_name=settings.region, config=embeddings_client_config(settings, hot_path))
-    return VectorIndex(client, settings.recall_index_arn, settings.embedding_max_chars)
+    def connect() -> Any:
+        config = embeddings_client_config(settings, hot_path)
+        return boto3.client("s3vectors", region_name=settings.region, config=config)
+
+    if hot_path:
+        return VectorIndex(connect(), settings.recall_index_arn, settings.embedding_max_chars)
+    return VectorIndex.connecting_when_used(connect, settings.recall_index_arn, settings.embedding_max_chars)
 
 
 def build_recaller(settings: Settings) -> "Recaller | None":

@@ -6,7 +6,7 @@ are found among everyone's). Writes and deletes go in batches of the service's 5
 failure, an answer or none, becomes `RecallUnavailableError`.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -42,11 +42,22 @@ class VectorIndex:
 
     def __init__(self, client: Any, index_arn: str, max_chars: int) -> None:
         self._client = client
+        self._connect: Callable[[], Any] | None = None
         self._index_arn = index_arn
         self._max_chars = max_chars
 
+    @classmethod
+    def connecting_when_used(cls, connect: Callable[[], Any], index_arn: str, max_chars: int) -> "VectorIndex":
+        """An index whose client `connect` makes at its first call: for code that rarely uses it (an
+        erase), so that a cold start does not pay for building a client it may never call."""
+        index = cls(None, index_arn, max_chars)
+        index._connect = connect
+        return index
+
     @property
     def client(self) -> Any:
+        if self._client is None and self._connect is not None:
+            self._client = self._connect()
         return self._client
 
     def put(self, entries: Sequence[IndexEntry]) -> None:
@@ -60,20 +71,20 @@ class VectorIndex:
                 for entry in entries[start : start + BATCH]
             ]
             with _index_call("could not write to the recall index"):
-                self._client.put_vectors(indexArn=self._index_arn, vectors=vectors)
+                self.client.put_vectors(indexArn=self._index_arn, vectors=vectors)
 
     def delete(self, user_id: str, message_ids: Sequence[str]) -> int:
         """Delete the vectors of these messages (absent ones are no error); how many were asked."""
         keys = [vector_key(user_id, message_id) for message_id in message_ids]
         for start in range(0, len(keys), BATCH):
             with _index_call("could not delete from the recall index"):
-                self._client.delete_vectors(indexArn=self._index_arn, keys=keys[start : start + BATCH])
+                self.client.delete_vectors(indexArn=self._index_arn, keys=keys[start : start + BATCH])
         return len(keys)
 
     def query(self, user_id: str, vector: Sequence[float], top_k: int) -> tuple[Message, ...]:
         """The user's `top_k` messages nearest `vector`, nearest first."""
         with _index_call("could not query the recall index"):
-            answer = self._client.query_vectors(
+            answer = self.client.query_vectors(
                 indexArn=self._index_arn,
                 topK=top_k,
                 queryVector={"float32": [float(value) for value in vector]},
