@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.log_audit import KNOWN_MESSAGES, metric_problems_in, plain_problems_in, problems_in
+from tests.support.log_audit import KNOWN_MESSAGES, _is_text, metric_problems_in, plain_problems_in, problems_in
 
 pytestmark = pytest.mark.unit
 
@@ -73,6 +73,19 @@ def test_a_planted_print_or_plain_log_of_what_a_user_said_is_found(planted: str)
 
 def test_our_own_literal_message_in_a_plain_log_line_is_not_reported() -> None:
     assert plain_problems_in("INFO  onboarding.turn.service:service.py:120 Turn completed", said=["urn com"]) == []
+
+
+def test_pytests_prefix_of_a_captured_record_is_not_a_users_text_but_what_follows_is() -> None:
+    prefix = "INFO     onboarding-memory-test:api_errors.py:146 "
+    assert plain_problems_in(prefix + "Rejected request", said=["memory-test:api"]) == []
+    assert plain_problems_in(prefix + "user said my knee clicks", said=["my knee clicks"]) != []
+
+
+def test_only_texts_with_letters_are_searched_for() -> None:
+    """A fuzzed "0: 153" is in any count a test prints; it is no one's words."""
+    assert not _is_text("0: 153,")
+    assert not _is_text("Hi")  # too short to be told from ordinary words
+    assert _is_text("my knee clicks")
 
 
 def _metrics_line(**values: Any) -> tuple[str, dict[str, Any]]:
