@@ -94,6 +94,10 @@ def test_ctrl_c_while_the_chat_starts_is_one_line(after_s: float, tmp_path: Path
     pid, terminal = pty.fork()
     if pid == 0:  # the child: the chat, as typed at a terminal
         os.chdir(REPO)
+        # As a shell starts a foreground job: Ctrl-C's default action. A test worker may ignore
+        # SIGINT (its master handles Ctrl-C), and an ignored signal stays ignored across exec, so
+        # Python would then never raise KeyboardInterrupt and the chat would wait at its prompt.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.execv(sys.executable, [sys.executable, "-m", "infra.chat", "--data-file", str(tmp_path / "t.jsonl")])  # noqa: S606
     time.sleep(after_s)
     os.write(terminal, b"\x03")
@@ -107,7 +111,15 @@ def test_ctrl_c_while_the_chat_starts_is_one_line(after_s: float, tmp_path: Path
         if not chunk:
             break
         printed += chunk
-    _, status = os.waitpid(pid, 0)
+    ended, status = os.waitpid(pid, os.WNOHANG)
+    exit_by = time.monotonic() + 30
+    while not ended and time.monotonic() < exit_by:
+        time.sleep(0.05)
+        ended, status = os.waitpid(pid, os.WNOHANG)
+    if not ended:  # still running: the Ctrl-C was lost; fail, never hang the suite
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail(f"the chat was still running after Ctrl-C: {printed.decode(errors='replace')[-2000:]}")
     text = printed.decode(errors="replace")
     assert "Traceback" not in text, text[-3000:]
     assert "KeyboardInterrupt" not in text, text[-3000:]
