@@ -34,6 +34,15 @@ for _name in (
 ):
     os.environ.pop(_name, None)
 
+import signal  # noqa: E402
+
+# A suite started in the background by a script (`cmd &` without job control) inherits SIGINT
+# ignored, and an ignored signal stays ignored across exec: every tool the tests start would then
+# ignore the Ctrl-C the tests send it, as no terminal's foreground job does. A handler of our own
+# (not an ignore) is reset to the default action in each child.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 from aws_lambda_powertools.utilities.parameters import clear_caches as clear_parameter_caches  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
