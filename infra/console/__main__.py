@@ -97,12 +97,13 @@ def _run_local(arguments: argparse.Namespace) -> None:
     )
     log_file = log_file_of(arguments.data_file, "console")
     with quiet_terminal(log_file, arguments.verbose) as terminal, stack:
-        print(f"Memory console: {stack.api_url}/console/", file=terminal, flush=True)
-        print(f"(the local stack's API is at {stack.api_url}; Ctrl-C stops it and saves the table)", file=terminal)
-        print(logs_line(log_file, arguments.verbose), file=terminal, flush=True)
-        signal.signal(signal.SIGTERM, _interrupt)
-        signal.signal(signal.SIGINT, _interrupt)
         try:
+            # Before the banner that promises it: a Ctrl-C right after "Logs:" stops and saves too.
+            signal.signal(signal.SIGTERM, _interrupt)
+            signal.signal(signal.SIGINT, _interrupt)
+            print(f"Memory console: {stack.api_url}/console/", file=terminal, flush=True)
+            print(f"(the local stack's API is at {stack.api_url}; Ctrl-C stops it and saves the table)", file=terminal)
+            print(logs_line(log_file, arguments.verbose), file=terminal, flush=True)
             while True:
                 time.sleep(5)
                 stack.save()
