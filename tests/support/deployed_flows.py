@@ -141,7 +141,9 @@ def a_resent_message_is_answered_once(stack: LocalStack) -> None:
     )
     assert first.status_code == again.status_code == 200, (first.text, again.text)
     assert first.json() == again.json()
-    assert len(HTTP.get(f"{stack.api_url}/history", headers=bearer(user)).json()["messages"]) == 2
+    history = HTTP.get(f"{stack.api_url}/history", headers=bearer(user))
+    assert history.status_code == 200, history.text
+    assert len(history.json()["messages"]) == 2
 
 
 def erase_me(stack: LocalStack) -> None:
