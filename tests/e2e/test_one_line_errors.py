@@ -94,10 +94,6 @@ def test_ctrl_c_while_the_chat_starts_is_one_line(after_s: float, tmp_path: Path
     pid, terminal = pty.fork()
     if pid == 0:  # the child: the chat, as typed at a terminal
         os.chdir(REPO)
-        # As a shell starts a foreground job: Ctrl-C's default action. A test worker may ignore
-        # SIGINT (its master handles Ctrl-C), and an ignored signal stays ignored across exec, so
-        # Python would then never raise KeyboardInterrupt and the chat would wait at its prompt.
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.execv(sys.executable, [sys.executable, "-m", "infra.chat", "--data-file", str(tmp_path / "t.jsonl")])  # noqa: S606
     time.sleep(after_s)
     os.write(terminal, b"\x03")
