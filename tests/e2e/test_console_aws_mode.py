@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 
 REPO = Path(__file__).resolve().parents[2]
 

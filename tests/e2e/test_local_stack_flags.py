@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from infra.local_stack import free_port
+from infra.local.ports import free_port
 from tests.support.processes import read_until
 
 REPO = Path(__file__).resolve().parents[2]

@@ -127,7 +127,7 @@ def test_the_commands_run_from_a_subfolder_of_the_repository(tmp_path: Path) -> 
     """`python -m infra.<tool>` from docs/ finds the tools (no "No module named 'infra'") and the
     same default data file as from the root."""
     where = subprocess.run(
-        [sys.executable, "-c", "from infra.local_stack import DEFAULT_DATA_FILE; print(DEFAULT_DATA_FILE)"],
+        [sys.executable, "-c", "from infra.local.stack import DEFAULT_DATA_FILE; print(DEFAULT_DATA_FILE)"],
         cwd=REPO / "docs",
         capture_output=True,
         text=True,

@@ -14,8 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from infra.local.ports import port_is_free
-from infra.local_stack import free_port
+from infra.local.ports import free_port, port_is_free
 from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
 from tests.support.processes import read_until

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from infra.bench.benchmark.artifacts import ArtifactsUnavailableError, build_artifacts, import_path, python_3_13
+from infra.local.stack import LocalStack
 from infra.local.template import function_handler, load_template, module_file, web_adapter_app
-from infra.local_stack import LocalStack
 
 pytestmark = pytest.mark.slow
 

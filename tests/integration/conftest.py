@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 
 
 @pytest.fixture(scope="session")

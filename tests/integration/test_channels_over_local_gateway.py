@@ -11,8 +11,8 @@ import boto3
 import httpx
 import pytest
 
+from infra.local.stack import LocalStack
 from infra.local.twilio_emulator import webhook_form
-from infra.local_stack import LocalStack
 from tests.support.deployed_flows import replies_to, text
 
 # Generous: a loaded CI machine must not turn a slow answer into a failure; loops stay bounded.

@@ -11,7 +11,7 @@ import boto3
 
 from infra.local.bedrock_emulator.coach import Turn
 from infra.local.lambda_runner import invoke
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
 from onboarding.llm.step_texts import STEP_PROMPTS

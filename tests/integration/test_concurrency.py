@@ -17,9 +17,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from infra.local.stack import LocalStack
 from infra.local.template import table_create_request
 from infra.local.twilio_emulator import webhook_form
-from infra.local_stack import LocalStack
 
 pytestmark = pytest.mark.integration
 

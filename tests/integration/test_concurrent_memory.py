@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 from onboarding.model.answers import answer_value
 
 pytestmark = pytest.mark.integration

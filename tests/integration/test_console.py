@@ -18,7 +18,7 @@ from infra.console.__main__ import LocalConsole, local_stack_with_console, opena
 from infra.console.app import create_console_app
 from infra.console.context import ConsoleContext
 from infra.inspect_prompt import inspect
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 from onboarding.config import Settings
 
 HTTP = httpx.Client(timeout=60)

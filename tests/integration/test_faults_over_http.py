@@ -15,7 +15,7 @@ import boto3
 import httpx
 import pytest
 
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.integration

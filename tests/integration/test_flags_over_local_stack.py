@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from infra.local.bedrock_emulator.server import RecordedRequest
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 from onboarding.config.flags import default_flags_document
 from onboarding.llm.fixed_replies import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.llm.system_prompt import SINGLE_PROMPT_RULE

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from infra.bench.benchmark.first_calls import COLD_BOOT, fresh_event
+from infra.local.stack import LocalStack
 from infra.local.template import function_handler, load_template, web_adapter_app
-from infra.local_stack import LocalStack
 
 pytestmark = pytest.mark.integration
 

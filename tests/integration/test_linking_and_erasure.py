@@ -22,7 +22,7 @@ import boto3
 import httpx
 import pytest
 
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
 from onboarding.sms.text_requests import SmsTurnRequest

@@ -6,8 +6,9 @@ import time
 
 import pytest
 
+from infra.local.dynamodb_process import FIRST_ANSWER_TIMEOUT_S, LocalDynamoDB
 from infra.local.errors import LocalToolError
-from infra.local_stack import FIRST_ANSWER_TIMEOUT_S, LocalDynamoDB, LocalStack
+from infra.local.stack import LocalStack
 
 
 def test_a_fresh_server_that_never_answers_is_reported_in_seconds(monkeypatch: pytest.MonkeyPatch) -> None:

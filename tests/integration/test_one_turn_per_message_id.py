@@ -24,7 +24,7 @@ import boto3
 import httpx
 import pytest
 
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 
 pytestmark = pytest.mark.integration
 

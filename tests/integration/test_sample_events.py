@@ -9,8 +9,9 @@ import pytest
 
 from infra.local.iam.identity import access_key_of
 from infra.local.lambda_runner import invoke
+from infra.local.stack import LocalStack
+from infra.local.stack_template import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
 from infra.local.template import load_template
-from infra.local_stack import RECALL_BUCKET_NAME, RECALL_INDEX_NAME, LocalStack
 
 EVENTS = Path(__file__).parents[2] / "events"
 SAMPLE_EVENTS = {

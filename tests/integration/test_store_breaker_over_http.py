@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 from tests.integration.test_faults_over_http import HTTP_TIMEOUT, messages
 from tests.support.tcp_proxy import TcpProxy
 

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
 from onboarding.model.errors import StoreError, TurnInProgressError

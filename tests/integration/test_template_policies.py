@@ -15,8 +15,8 @@ import pytest
 from infra.local.iam.authorization import Authorization
 from infra.local.iam.policy import decide
 from infra.local.iam.roles import inline_statements
+from infra.local.stack import LocalStack
 from infra.local.template import load_template
-from infra.local_stack import LocalStack
 from tests.support.deployed_flows import FLOWS
 
 # What no flow can make a function use, and why the template still grants it.

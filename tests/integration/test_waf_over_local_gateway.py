@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from infra.local_stack import LocalStack
+from infra.local.stack import LocalStack
 
 LIMIT = 10
 

@@ -34,8 +34,8 @@ from infra.bench.memory_benchmark.judge import JUDGE_MODEL_ENV, LlmJudge, accura
 from infra.bench.memory_benchmark.replay import QuestionResult, Replayer
 from infra.bench.memory_benchmark.synthetic import conversations
 from infra.local.data import local_folder
+from infra.local.stack import LocalStack
 from infra.local.terminal import Progress, logs_to
-from infra.local_stack import LocalStack
 from onboarding import telemetry
 from onboarding.config import DEFAULT_MODEL_ID, Settings
 from onboarding.llm.chat_model import build_chat_model
@@ -54,7 +54,7 @@ ENVIRONMENT = {
 
 
 # One client replays months of conversation in minutes: the WAF's per-client rate rule (a load
-# test's case, infra/local_stack.py) would refuse it.
+# test's case, infra/local/stack.py) would refuse it.
 ONE_CLIENT = {"WafRateLimiting": "Disabled"}
 
 

@@ -25,8 +25,8 @@ from infra.bench.memory_benchmark.baselines import BASELINES, CEILING, transcrip
 from infra.bench.memory_benchmark.dataset import Conversation
 from infra.bench.memory_benchmark.ingest import ingest
 from infra.bench.memory_benchmark.scoring import Score, score_ours, score_window
+from infra.local.stack import LocalStack
 from infra.local.twilio_emulator import post_signed_text
-from infra.local_stack import LocalStack
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
 from onboarding.llm.chat_model import build_chat_model
