@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
-from infra.bench.cost.prices import UnknownModelError, model_prices
 from infra.console.context import ConsoleContext
 from infra.console.memory_view import changed_paths
 from infra.console.meter import Meter, metered
 from infra.console.schemas import MemoryView, TokenFigures, TurnFigures, TurnRecord
 from infra.local.gateway import read_body
+from infra.local.prices import UnknownModelError, model_prices
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -42,7 +42,7 @@ def model_cost(tokens: TokenFigures, model_id: str) -> tuple[float | None, str]:
     try:
         input_price, output_price = model_prices(model_id)
     except UnknownModelError:
-        return None, f"infra/bench/cost/prices.py has no price for the model {model_id}"
+        return None, f"infra/local/prices.py has no price for the model {model_id}"
     return round(tokens.input * input_price.each + tokens.output * output_price.each, 6), COST_NOTE
 
 

@@ -169,7 +169,7 @@ class TurnFigures(CamelModel):
     tokens: TokenFigures
     cost_usd: float | None = Field(
         description=(
-            "The model's tokens at the list prices of infra/bench/cost/prices.py (None: no model call, or no price)."
+            "The model's tokens at the list prices of infra/local/prices.py (None: no model call, or no price)."
         )
     )
     cost_note: str

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.bench.benchmark.environment import temporary_environment
 from infra.local.data import DataFileInUseError, StackState, running_stack
 from infra.local.stack import LocalStack
+from infra.local.stack_environment import temporary_environment
 from infra.local.stack_resources import LOCAL_REGION
 
 

@@ -3,7 +3,8 @@ them, then the local endpoints through AWS's standard variables (application cod
 branch), applied to this process or handed to a child."""
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from infra.local.deployment import LocalDeployment
 from infra.local.flags import FLAGS_FILE_VARIABLE
@@ -73,3 +74,13 @@ def restore_environment(saved: Mapping[str, str | None]) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@contextmanager
+def temporary_environment(values: Mapping[str, str | None]) -> Iterator[None]:
+    """Environment variables set (or, for None, unset) for the length of a `with` block, then put back as they were."""
+    saved = apply_environment(values)
+    try:
+        yield
+    finally:
+        restore_environment(saved)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from infra.bench.memory_benchmark import __main__ as benchmark
-from infra.bench.memory_benchmark.judge_prompt import JUDGE_SYSTEM_PROMPT
 from infra.local.bedrock_emulator import BedrockEmulator
+from infra.local.bedrock_emulator.judge_prompt import JUDGE_SYSTEM_PROMPT
 
 pytestmark = pytest.mark.e2e
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from infra.bench.benchmark.environment import temporary_environment
 from infra.local.stack import LocalStack
+from infra.local.stack_environment import temporary_environment
 from infra.local.stack_template import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
 from onboarding.config import Settings
 from onboarding.memory.recall import RECALL_HEADER

@@ -17,10 +17,10 @@ from urllib.parse import urlencode
 import boto3
 import httpx
 
-from infra.bench.benchmark.environment import temporary_environment
 from infra.local.iam.identity import acting_as
 from infra.local.lambda_runner import asgi_app, handler_module
 from infra.local.stack import LocalStack
+from infra.local.stack_environment import temporary_environment
 from infra.local.twilio_emulator import webhook_form
 from onboarding.config import Settings
 from onboarding.persistence import Repositories

@@ -23,7 +23,7 @@ from infra.bench.cost.ledger import (
     per_thousand,
     turn_cost,
 )
-from infra.bench.cost.prices import PRICES, UnknownModelError, model_prices, price
+from infra.local.prices import PRICES, UnknownModelError, model_prices, price
 
 GEO_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 MEMORY_MB = {"ApiFunction": 1024, "SmsWebhookFunction": 512, "SmsWorkerFunction": 1024}

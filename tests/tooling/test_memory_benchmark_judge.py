@@ -23,8 +23,8 @@ from infra.bench.memory_benchmark.judge import (
     judge_settings,
     parse_verdict,
 )
-from infra.bench.memory_benchmark.judge_prompt import JUDGE_SYSTEM_PROMPT, NO_ANSWER
 from infra.local.bedrock_emulator.judge import is_judge_request, judge_reply
+from infra.local.bedrock_emulator.judge_prompt import JUDGE_SYSTEM_PROMPT, NO_ANSWER
 from onboarding.config import Settings
 
 pytestmark = pytest.mark.unit

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.bench.benchmark.environment import temporary_environment
 from infra.bench.benchmark.stats import percentile
+from infra.local.stack_environment import temporary_environment
 
 FUNCTIONS = ["ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"]
 MODEL_FUNCTIONS = ["ApiFunction", "SmsWorkerFunction"]

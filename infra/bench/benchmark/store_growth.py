@@ -31,7 +31,6 @@ from typing import Any
 
 import boto3
 
-from infra.bench.benchmark.environment import temporary_environment
 from infra.bench.benchmark.peer_store import (
     ANSWER,
     QUESTION,
@@ -42,7 +41,7 @@ from infra.bench.benchmark.peer_store import (
 )
 from infra.bench.benchmark.stats import percentile
 from infra.bench.benchmark.store_io import TableTraffic, seed_history
-from infra.local.stack_environment import LOCAL_TIMEOUTS
+from infra.local.stack_environment import LOCAL_TIMEOUTS, temporary_environment
 from infra.local.stack_resources import LOCAL_AWS_ENVIRONMENT
 from infra.local.template import table_create_request
 from onboarding.composition import build_repositories

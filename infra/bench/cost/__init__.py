@@ -1,7 +1,7 @@
 """The cost ledger: what a turn costs in dollars, measured on the local stack and priced at list
-prices, beside LangChain's DynamoDBChatMessageHistory and AgentCore Memory.
+prices (infra/local/prices.py, which the console shares), beside LangChain's
+DynamoDBChatMessageHistory and AgentCore Memory.
 
-- prices.py: the dated price table, each price with its source;
 - capacity.py: DynamoDB's documented capacity rules (item sizes, request units);
 - meter.py: botocore hooks that count each request of a turn and compute its request units;
 - turns.py: measured turns through the functions of template.yaml (app, SMS, and the peer);

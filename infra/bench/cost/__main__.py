@@ -19,7 +19,6 @@ from infra.bench.benchmark.store_io import seed_history
 from infra.bench.cost.figures import summarize, summarize_peer
 from infra.bench.cost.ledger import LINES, Assumptions, Comparison, compare
 from infra.bench.cost.meter import Meter
-from infra.bench.cost.prices import UnknownModelError, model_prices
 from infra.bench.cost.report import write_outputs
 from infra.bench.cost.turns import (
     API,
@@ -33,6 +32,7 @@ from infra.bench.cost.turns import (
 )
 from infra.local.data import local_folder
 from infra.local.errors import LocalToolError, run_tool
+from infra.local.prices import UnknownModelError, model_prices
 from infra.local.stack import LocalStack
 from infra.local.stack_template import DEFAULT_TABLE_NAME, IDEMPOTENCY_TABLE_NAME, TABLE_LOGICAL_ID
 from infra.local.template import function_architecture, function_memory_mb, table_ttl_attribute

@@ -1,4 +1,4 @@
-"""Measured turns into dollars: what 1,000 turns cost at the prices of infra/bench/cost/prices.py.
+"""Measured turns into dollars: what 1,000 turns cost at the prices of infra/local/prices.py.
 
 Pure arithmetic over the averages infra/bench/cost/turns.py measures, and the few figures no local run
 can measure, which are `Assumptions` (each said in docs/cost.md):
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from infra.bench.cost.figures import PeerFigures, TurnFigures
-from infra.bench.cost.prices import Price, model_prices, price
+from infra.local.prices import Price, model_prices, price
 
 TURNS = 1_000
 GB = 1024**3  # DynamoDB storage is billed in binary gigabytes

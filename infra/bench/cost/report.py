@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.bench.cost.ledger import LINES
-from infra.bench.cost.prices import CHECKED, PRICES, REGION
+from infra.local.prices import CHECKED, PRICES, REGION
 
 ROOT = Path(__file__).parents[3]
 
@@ -105,7 +105,7 @@ def markdown(figures: dict[str, Any]) -> str:
         "# What a turn costs",
         "",
         f"Written by `uv run python -m infra.cost`{quick} from `cost.json`; the plot is `cost.png`. Prices:",
-        f"{REGION}, on demand, checked {CHECKED} (the table at the end, from `infra/bench/cost/prices.py`). The",
+        f"{REGION}, on demand, checked {CHECKED} (the table at the end, from `infra/local/prices.py`). The",
         f"turns: {figures['turns_per_length']} measured turns per history length and channel on the local stack,",
         f"after one not counted; {share:.0%} of turns by SMS, the rest from the app; the model",
         f"`{assumptions['model_id']}`.",

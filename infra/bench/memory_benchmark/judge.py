@@ -20,7 +20,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from infra.bench.memory_benchmark.dataset import Question
-from infra.bench.memory_benchmark.judge_prompt import JUDGE_SYSTEM_PROMPT, NO_ANSWER
+from infra.local.bedrock_emulator.judge_prompt import JUDGE_SYSTEM_PROMPT, NO_ANSWER
 from onboarding.config import Settings
 
 CORRECT, WRONG, UNPARSEABLE, FAILED = "CORRECT", "WRONG", "unparseable", "failed"

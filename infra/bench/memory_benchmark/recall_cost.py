@@ -23,7 +23,7 @@ PUT_MINIMUM_BYTES = 128 * 1024  # S3 Vectors bills each PutVectors request as at
 INDEXER_GB_SECONDS = 0.5 * 0.3  # 512 MB for about 0.3 s a turn (two embeddings, two writes, a Query)
 
 # Dollars. Sources: aws.amazon.com/bedrock/pricing (Titan Text Embeddings V2; Claude Haiku 4.5 as in
-# infra/cost/prices.py), aws.amazon.com/s3/pricing (S3 Vectors: storage, PUT, query requests and
+# infra/local/prices.py), aws.amazon.com/s3/pricing (S3 Vectors: storage, PUT, query requests and
 # query data processed; the first-tier rate used for every index size, the page's lower rates for
 # large indexes and its 2026-06 cut above 10 million vectors only lower the figure),
 # aws.amazon.com/lambda/pricing, aws.amazon.com/dynamodb/pricing.

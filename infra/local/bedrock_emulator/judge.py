@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from infra.bench.memory_benchmark.judge_prompt import JUDGE_SYSTEM_PROMPT, NO_ANSWER
 from infra.local.bedrock_emulator.coach import CoachReply
+from infra.local.bedrock_emulator.judge_prompt import JUDGE_SYSTEM_PROMPT, NO_ANSWER
 from infra.local.bedrock_emulator.rules import message_text
 
 _GOLD = re.compile(r"^Gold answer: (?P<gold>.*)$", re.MULTILINE)

@@ -1,4 +1,5 @@
-"""The list prices the cost ledger multiplies by: one dated table, each price with its source.
+"""The list prices the cost ledger (infra.cost) and the console's per-turn model cost multiply by: one
+dated table, each price with its source.
 
 US East (N. Virginia), on demand, without free tiers, Savings Plans or volume tiers beyond the
 first (each price below is its service's first tier, where a month of this app's traffic stays).
@@ -183,14 +184,14 @@ def price(key: str) -> Price:
     for entry in PRICES:
         if entry.key == key:
             return entry
-    raise KeyError(f"no price {key!r} in infra/bench/cost/prices.py")
+    raise KeyError(f"no price {key!r} in infra/local/prices.py")
 
 
 def model_prices(model_id: str) -> tuple[Price, Price]:
     """(input, output) token prices of a Bedrock model id or inference profile id."""
     if "anthropic.claude-haiku-4-5" not in model_id:
         raise UnknownModelError(
-            f"infra/bench/cost/prices.py has no token prices for the model {model_id!r} (BEDROCK_MODEL_ID); "
+            f"infra/local/prices.py has no token prices for the model {model_id!r} (BEDROCK_MODEL_ID); "
             "add them, with their source, to PRICES and model_prices"
         )
     scope = "global" if model_id.startswith("global.") else "geo"
