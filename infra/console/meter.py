@@ -1,10 +1,10 @@
 """Per-turn figures, counted where they happen, for the console.
 
-- DynamoDB requests and capacity units: botocore's event hooks on boto3's default session, the
-  session every client of the local stack's functions is made from (a client copies the session's
-  hooks when it is created, so `install` runs before the functions' first call). While a turn is
-  metered, each DynamoDB request also asks for `ReturnConsumedCapacity=TOTAL`, and the figures the
-  table answers are summed.
+- DynamoDB requests and capacity units: the product's own capacity hooks
+  (onboarding.persistence.capacity), on boto3's default session, the session every client of the
+  local stack's functions is made from (a client copies the session's hooks when it is created, so
+  `install` runs before the functions' first call); the units the table answers are summed. A
+  request that got no answer at all is counted as failed.
 - The exact requests the model received: the ConverseStream/Converse parameters, as botocore sends them.
 - Tokens in and out: the model's own usage report (Bedrock's `metadata` event), which LangChain puts
   on each message's `usage_metadata`, collected with LangChain's `UsageMetadataCallbackHandler`.
@@ -30,8 +30,7 @@ from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
 from infra.console.schemas import DynamoDBFigures, ModelRequest, TokenFigures
-
-_CAPACITY = "ReturnConsumedCapacity"
+from onboarding.persistence.capacity import TableAnswer, count_capacity
 
 
 @dataclass
@@ -65,15 +64,13 @@ class Meter:
             model_calls=self.model_calls,
         )
 
-    def _answered(self, operation: str, parsed: dict[str, Any]) -> None:
-        consumed = parsed.get("ConsumedCapacity")
-        figures = consumed if isinstance(consumed, list) else [consumed] if consumed else []
+    def _answered(self, answer: TableAnswer) -> None:
         with self._lock:
-            self.by_operation[operation] += 1
-            if figures:
-                self.capacity_units += sum(float(figure.get("CapacityUnits", 0)) for figure in figures)
-            else:
+            self.by_operation[answer.operation] += 1
+            if answer.units is None:
                 self.without_capacity += 1
+            else:
+                self.capacity_units += answer.units
 
     def _failed(self, operation: str) -> None:
         with self._lock:
@@ -116,14 +113,9 @@ def metered_elsewhere(meter: Meter) -> Iterator[Meter]:
             _ambient.remove(meter)
 
 
-def _ask_for_capacity(params: dict[str, Any], model: Any, **_: Any) -> None:
-    if _meters() and _CAPACITY in model.input_shape.members and _CAPACITY not in params:
-        params[_CAPACITY] = "TOTAL"
-
-
-def _after_call(model: Any, parsed: dict[str, Any], **_: Any) -> None:
+def _answered(answer: TableAnswer) -> None:
     for meter in _meters():
-        meter._answered(model.name, parsed)
+        meter._answered(answer)
 
 
 def _after_error(context: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -184,8 +176,7 @@ def install() -> None:
             return
         _hooked_sessions.add(session)
         events = session.events
-        events.register("before-parameter-build.dynamodb", _ask_for_capacity, unique_id="console-capacity")
-        events.register("after-call.dynamodb", _after_call, unique_id="console-after-call")
+        count_capacity(events, _answered, "console-capacity")
         events.register("after-call-error.dynamodb", _after_error, unique_id="console-after-error")
         for operation in ("ConverseStream", "Converse"):
             events.register(

@@ -4,13 +4,15 @@ counts and names only; the per-turn metrics the dashboard reads; the capacity a 
 import json
 from typing import Any
 
+import boto3
 import pytest
 
 from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.bedrock_emulator.server import Fault
-from onboarding.config import RateLimit
+from onboarding.config import RateLimit, Settings
 from onboarding.model.errors import ModelUnavailableError
 from onboarding.persistence import Repositories
+from onboarding.persistence.capacity import TableAnswer, count_capacity
 from onboarding.telemetry import TurnLedger, counting
 from onboarding.turn.service import TurnService
 from tests.unit.conftest import TABLE
@@ -133,3 +135,23 @@ def test_a_transactions_units_count_as_writes_of_the_running_turn(store: Reposit
     store.writes.append_message("u", "user", "not counted", RateLimit(10, 60))
     assert (ledger.write_units, ledger.requests) == (6.0, 2)
     assert ledger.read_units > 0
+
+
+def test_a_tools_recorder_on_the_session_and_the_turns_on_the_client_both_count_every_answer(
+    dynamodb: Any, settings: Settings
+) -> None:
+    """The local tools count a turn's answers with the product's own hooks, on the session the
+    functions' clients are made from; the turn's ledger, on the client, still counts each one."""
+    session = boto3.Session(region_name="us-east-1")
+    seen: list[TableAnswer] = []
+    count_capacity(session.events, seen.append, "a-tool")
+    store = Repositories.over(session.client("dynamodb"), TABLE, settings)
+    ledger = TurnLedger("app")
+    with counting(ledger):
+        store.writes.append_message("u", "user", "hello", RateLimit(10, 60))
+        store.conversations.load_turn("u", 20)
+    assert [answer.operation for answer in seen] == ["TransactWriteItems", "Query"]
+    assert seen[0].units is None  # moto reports nothing for a transaction; the Query's units it does
+    assert ledger.requests == len(seen)
+    assert seen[1].units is not None
+    assert ledger.read_units == seen[1].units > 0

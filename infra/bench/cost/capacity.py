@@ -30,7 +30,6 @@ KB = 1024
 READ_UNIT_BYTES = 4 * KB
 WRITE_UNIT_BYTES = KB
 TRANSACTION_FACTOR = 2
-READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem"})
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 # The actions of one TransactWriteItems item, and where each names its item.
 TRANSACTION_ACTIONS = ("Put", "Update", "Delete", "ConditionCheck")

@@ -3,7 +3,8 @@ boto3's default session, which every client of the functions is made from (a cli
 session's hooks when it is created, so `install` runs before the functions' modules load).
 
 A DynamoDB request is kept twice over: the capacity the server reported (moto's constant, or
-nothing for a transaction), and what DynamoDB would bill, computed by infra/bench/cost/capacity.py from
+nothing for a transaction; read as the product's own capacity hooks read it,
+onboarding.persistence.capacity), and what DynamoDB would bill, computed by infra/bench/cost/capacity.py from
 the request and answer as sent on the wire and, for a write, from the stored items it touches,
 read just before and just after it with a client of the meter's own. Those reads are the meter's,
 not the function's: their time is kept apart (`overhead_s`) so a function's duration can leave it
@@ -22,8 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from infra.bench.cost.capacity import READS, WRITES, item_size, request_read_units, request_write_units, written_items
+from infra.bench.cost.capacity import WRITES, item_size, request_read_units, request_write_units, written_items
 from infra.local.streams import on_stream_poller
+from onboarding.persistence.capacity import READS, reported_units
 
 SQS_CHUNK_BYTES = 64 * 1024
 ITEM_STORAGE_OVERHEAD_BYTES = 100  # DynamoDB bills each stored item 100 bytes more
@@ -45,15 +47,6 @@ class Metered:
     stored_byte_months: float = 0.0  # those bytes times the months they stay
     billed_requests: int = 1  # SQS counts 64 KB chunks
     failed: bool = False
-
-
-def reported_units(parsed: Mapping[str, Any]) -> float | None:
-    """The `ConsumedCapacity` a DynamoDB answer carries (a dict, or a list of them), or None."""
-    consumed = parsed.get("ConsumedCapacity")
-    entries = consumed if isinstance(consumed, list) else [consumed] if consumed else []
-    if not entries:
-        return None
-    return sum(float(entry.get("CapacityUnits", 0) or 0) for entry in entries)
 
 
 class Meter:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from onboarding.config import Limits
-from onboarding.persistence.capacity import count_capacity
+from onboarding.persistence.capacity import count_capacity, to_the_running_turn
 from onboarding.persistence.conversation import ConversationRepository
 from onboarding.persistence.erasure import Eraser
 from onboarding.persistence.link_requests import LinkRequests
@@ -54,7 +54,7 @@ class Repositories:
     def over(
         cls, client: "DynamoDBClient", table_name: str, limits: Limits, clock: Callable[[], float] = time.time
     ) -> "Repositories":
-        count_capacity(client)
+        count_capacity(client.meta.events, to_the_running_turn, "turn-capacity")
         rate_limits = RateLimiter(client, table_name, clock)
         return cls(
             conversations=ConversationRepository(client, table_name, clock),
