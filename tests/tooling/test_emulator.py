@@ -12,13 +12,14 @@ from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError
 
 from infra.local.bedrock_emulator import BedrockEmulator
-from infra.local.bedrock_emulator.coach import CoachReply, Turn, coach_reply, coach_respond
+from infra.local.bedrock_emulator.coach import CoachReply, Turn, coach_reply
 from infra.local.bedrock_emulator.rules import (
     DUPLICATE_TOOL_NAMES,
     TOOL_CONFIG_REQUIRED,
     ConverseValidationError,
     validate_converse_request,
 )
+from infra.local.bedrock_emulator.server import coach_respond
 from onboarding.llm.event_stream import encode_event, encode_exception
 from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.llm.system_prompt import render_system_prompt

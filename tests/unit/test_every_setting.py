@@ -9,7 +9,6 @@ The SMS functions' settings are in test_every_sms_setting.py.
 import io
 import json
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -56,6 +55,7 @@ from onboarding.turn.run import TurnTimedOutError
 from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.support.setting_effects import OBSERVED, observes
+from tests.support.setting_runs import query_limits, repositories, run_turn, settings_with
 from tests.support.tcp_proxy import TcpProxy
 from tests.unit.test_api import identity
 
@@ -65,36 +65,9 @@ STEP = OnboardingAgentType.FITNESS_ASSESSMENT
 FIELD = STEP_PROMPTS[STEP].fields[0].key
 
 
-def settings_with(**changes: Any) -> Settings:
-    """Defaults, with backoffs short enough for tests, then `changes`."""
-    return Settings(**{"table_name": TABLE, "model_first_backoff_s": 0.01, "model_max_backoff_s": 0.05, **changes})
-
-
-def repositories(dynamodb: Any, settings: Settings, clock: Callable[[], float] = time.time) -> Repositories:
-    return Repositories.over(dynamodb, settings.table_name, settings, clock)
-
-
 def seed_conversation(store: Repositories, user: str, count: int) -> None:
     for i in range(count):
         store.writes.append_message(user, "user" if i % 2 == 0 else "assistant", f"message {i}")
-
-
-def query_limits(dynamodb: Any) -> list[int]:
-    """The `Limit` of every Query the client sends from now on (seen by a botocore event hook)."""
-    seen: list[int] = []
-
-    def hook(params: dict[str, Any], **_: Any) -> None:
-        seen.append(params["Limit"])
-
-    dynamodb.meta.events.register("provide-client-params.dynamodb.Query", hook)
-    return seen
-
-
-async def run_turn(service: TurnService, user: str, message: str) -> str:
-    turn = await service.start_turn(user, message)
-    result = await turn.collect()
-    await turn.fold_summary()
-    return result.reply
 
 
 @pytest.fixture

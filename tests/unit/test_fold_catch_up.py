@@ -22,8 +22,8 @@ from onboarding.model.messages import Message, Role
 from onboarding.persistence.codec import message_item
 from onboarding.persistence.keys import new_message_id
 from tests.support.setting_effects import observes
+from tests.support.setting_runs import query_limits, repositories, run_turn, settings_with
 from tests.unit.conftest import TABLE
-from tests.unit.test_every_setting import query_limits, repositories, run_turn, settings_with
 
 pytestmark = pytest.mark.unit
 

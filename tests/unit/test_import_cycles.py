@@ -1,6 +1,8 @@
-"""No import circle in the product (layers/ and functions/): a module's imports, read with `ast`,
+"""No import circle anywhere: the product (layers/ and functions/), the local tooling (infra/) and
+the tests; and the local stack and the console (infra/local/, infra/console/) never depend on the
+measurements (infra/bench/), which are built on them. A module's imports are read with `ast`,
 counting those inside functions and under TYPE_CHECKING too (a lazy import or a type-only one is
-still a dependency a reader has to follow both ways)."""
+still a dependency a reader has to follow)."""
 
 import ast
 from collections.abc import Iterator
@@ -9,20 +11,31 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-ROOTS = {REPO / "layers" / "onboarding": "", REPO / "functions": "functions."}
+# Each folder of code, and the folder its import names start from.
+FOLDERS = {
+    REPO / "layers" / "onboarding" / "onboarding": REPO / "layers" / "onboarding",
+    REPO / "functions": REPO,
+    REPO / "infra": REPO,
+    REPO / "tests": REPO,
+}
 
 
-def _module_name(path: Path, root: Path, prefix: str) -> str:
+def _module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
-    return prefix + ".".join(parts)
+    return ".".join(parts)
 
 
-def product_modules() -> dict[str, Path]:
-    """Every module of the product, by its import name."""
+def modules_in(*folders: str) -> dict[str, Path]:
+    """Every module under the named top folders (all of them when none is named), by its import name
+    (dynalite's node_modules, where a benchmark has installed it, is not ours)."""
     return {
-        _module_name(path, root, prefix): path for root, prefix in ROOTS.items() for path in sorted(root.rglob("*.py"))
+        _module_name(path, root): path
+        for folder, root in FOLDERS.items()
+        if not folders or folder.relative_to(REPO).parts[0] in folders
+        for path in sorted(folder.rglob("*.py"))
+        if "node_modules" not in path.parts
     }
 
 
@@ -92,11 +105,12 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_graph_sees_the_product() -> None:
-    graph = import_graph(product_modules())
-    assert "onboarding.composition" in graph
+def test_the_graph_sees_the_product_the_tooling_and_the_tests() -> None:
+    graph = import_graph(modules_in())
     assert "onboarding.config" in graph["onboarding.composition"]
     assert any(module.startswith("functions.") for module in graph)
+    assert "infra.local.stack" in graph["infra.local.stack_command"]
+    assert "onboarding.telemetry" in graph["tests.unit.test_telemetry"]
 
 
 def test_a_circle_is_found_however_it_is_imported() -> None:
@@ -104,10 +118,38 @@ def test_a_circle_is_found_however_it_is_imported() -> None:
     assert cycles(graph) == [["a", "b", "c"]]
 
 
-def test_no_import_circle_in_the_product() -> None:
-    found = cycles(import_graph(product_modules()))
+def test_no_import_circle_anywhere() -> None:
+    found = cycles(import_graph(modules_in()))
     listed = "\n".join(" <-> ".join(cycle) for cycle in found)
-    assert not found, f"import circles in layers/ or functions/:\n{listed}"
+    assert not found, f"import circles:\n{listed}"
+
+
+def reached_from(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module `start` depends on, directly or through others."""
+    seen: set[str] = set()
+    waiting = [start]
+    while waiting:
+        for target in graph.get(waiting.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                waiting.append(target)
+    return seen
+
+
+def test_the_local_stack_and_the_console_never_depend_on_the_measurements() -> None:
+    graph = import_graph(modules_in("infra", "layers"))
+    local = [module for module in graph if module.split(".")[:2] in (["infra", "local"], ["infra", "console"])]
+    assert len(local) > 50
+    found = {
+        module: sorted(target for target in reached_from(graph, module) if target.startswith("infra.bench"))
+        for module in local
+    }
+    assert not {module: targets for module, targets in found.items() if targets}
+
+
+def test_a_dependency_through_another_module_counts() -> None:
+    graph = {"infra.local.a": {"infra.b"}, "infra.b": {"infra.bench.c"}, "infra.bench.c": set()}
+    assert reached_from(graph, "infra.local.a") == {"infra.b", "infra.bench.c"}
 
 
 @pytest.mark.parametrize("source", ["import onboarding.y", "from onboarding import y", "from . import y"])
@@ -117,5 +159,5 @@ def test_every_import_form_is_an_edge(source: str, tmp_path: Path) -> None:
     (package / "__init__.py").write_text("")
     (package / "y.py").write_text("")
     (package / "x.py").write_text(f"def late() -> None:\n    {source}\n")
-    modules = {_module_name(p, tmp_path, ""): p for p in package.rglob("*.py")}
+    modules = {_module_name(p, tmp_path): p for p in package.rglob("*.py")}
     assert import_graph(modules)["onboarding.x"] == {"onboarding.y"}

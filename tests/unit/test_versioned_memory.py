@@ -15,9 +15,9 @@ from onboarding.composition import build_turn_service
 from onboarding.model.answers import answer_value
 from onboarding.model.state import OnboardingState
 from onboarding.persistence.codec import state_item
+from tests.support.setting_runs import repositories, run_turn, settings_with
 
 from .conftest import TABLE
-from .test_every_setting import repositories, run_turn, settings_with
 
 pytestmark = pytest.mark.unit
 

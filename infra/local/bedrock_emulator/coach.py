@@ -13,7 +13,8 @@ with `answer_history`; after the tool results come back it answers in text. It c
 by the name the prompt gives, recaps what the prompt holds when asked (or when a returning client
 opens a new conversation), and after onboarding answers from the saved plan (memory_talk.py). A request
 whose system prompt starts with `You keep a running summary` is a summarization, answered with the
-updated summary. Everything is a pure function of the request, so tests can assert exact replies.
+updated summary (server.py's `coach_respond` picks the summary, a tool turn or a text turn).
+Everything is a pure function of the request, so tests can assert exact replies.
 """
 
 import re
@@ -23,7 +24,6 @@ from typing import Any
 
 from infra.local.bedrock_emulator import memory_talk as talk
 from infra.local.bedrock_emulator import reading
-from infra.local.bedrock_emulator.rules import message_text
 
 _FIELD_LINE = re.compile(r"^- (?P<key>[a-z_]+): (?P<question>.+\?)\s*$")
 _STEP_LINE = re.compile(r"^Current step: (?P<title>[^.]+)\.", re.MULTILINE)
@@ -194,19 +194,3 @@ def summarize(request_text: str) -> str:
         if speaker == "Client" and said and not _is_acknowledgement(said):
             summary.append(f"- Client said: {said}")
     return "\n".join(summary) if summary else _SUMMARY_NONE
-
-
-def coach_respond(
-    system: str, messages: Sequence[Mapping[str, Any]], tool_config: Mapping[str, Any] | None = None
-) -> CoachReply:
-    """The coach's reply to a (validated) Converse request."""
-    if system.startswith(SUMMARY_PROMPT_PREFIX):
-        last_user = next((message for message in reversed(messages) if message.get("role") == "user"), None)
-        return CoachReply(summarize(message_text(last_user) if last_user is not None else ""))
-    if tool_config:
-        # Imported here: the tool turns build on this module's reading of the prompt.
-        from infra.local.bedrock_emulator.tool_turns import _tool_turn, _tools
-
-        return _tool_turn(system, messages, _tools(tool_config))
-    conversation = [Turn(str(message["role"]), message_text(message)) for message in messages]
-    return CoachReply(coach_reply(system, conversation))

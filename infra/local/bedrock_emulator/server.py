@@ -7,16 +7,18 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from infra.local.bedrock_emulator.coach import CoachReply, coach_respond
+from infra.local.bedrock_emulator.coach import SUMMARY_PROMPT_PREFIX, CoachReply, Turn, coach_reply, summarize
 from infra.local.bedrock_emulator.embeddings import EmbeddingRequestError, embed_request, is_embedding_model
 from infra.local.bedrock_emulator.judge import is_judge_request, judge_reply
 from infra.local.bedrock_emulator.recorded import Fault, RecordedRequest
 from infra.local.bedrock_emulator.replies import STREAM_FAULTS, content_events, converse_answer, stop_reason, usage_of
-from infra.local.bedrock_emulator.rules import ConverseValidationError, validate_converse_request
+from infra.local.bedrock_emulator.rules import ConverseValidationError, message_text, validate_converse_request
+from infra.local.bedrock_emulator.tool_turns import _tool_turn, _tools
 from infra.local.loopback import LoopbackService, StandInServer
 from onboarding.llm.event_stream import encode_event, encode_exception
 
@@ -28,6 +30,20 @@ __all__ = ["BedrockEmulator", "Fault", "RecordedRequest"]
 
 _ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/(?P<operation>converse|converse-stream|invoke)$")
 _OPERATIONS = {"converse": "Converse", "converse-stream": "ConverseStream", "invoke": "InvokeModel"}
+
+
+def coach_respond(
+    system: str, messages: Sequence[Mapping[str, Any]], tool_config: Mapping[str, Any] | None = None
+) -> CoachReply:
+    """The scripted coach's reply to a (validated) Converse request: the updated summary, a turn with
+    the tools the request offers (tool_turns.py), or a text turn (coach.py, which both build on)."""
+    if system.startswith(SUMMARY_PROMPT_PREFIX):
+        last_user = next((message for message in reversed(messages) if message.get("role") == "user"), None)
+        return CoachReply(summarize(message_text(last_user) if last_user is not None else ""))
+    if tool_config:
+        return _tool_turn(system, messages, _tools(tool_config))
+    conversation = [Turn(str(message["role"]), message_text(message)) for message in messages]
+    return CoachReply(coach_reply(system, conversation))
 
 
 class _Handler(BaseHTTPRequestHandler):
