@@ -48,7 +48,7 @@ from infra.bench.fidelity_script import (
     Fact,
     TurnRecord,
 )
-from infra.local.bedrock_emulator.server import RecordedRequest
+from infra.local.bedrock_emulator.recorded import RecordedRequest
 from infra.local.data import local_folder
 from infra.local.stack import LocalStack
 from infra.local.terminal import Progress, logs_to

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from infra.local.bedrock_emulator.server import RecordedRequest
+from infra.local.bedrock_emulator.recorded import RecordedRequest
 from infra.local.stack import LocalStack
 from onboarding.config.flags import default_flags_document
 from onboarding.llm.fixed_replies import MEMORY_UNAVAILABLE_NOTICE

@@ -19,7 +19,7 @@ from infra.bench.memory_benchmark.figures import table
 from infra.bench.memory_benchmark.matching import has_words, words
 from infra.bench.memory_benchmark.scoring import found, score_ours, score_window
 from infra.bench.memory_benchmark.synthetic import conversations
-from infra.local.bedrock_emulator.server import RecordedRequest
+from infra.local.bedrock_emulator.recorded import RecordedRequest
 
 pytestmark = pytest.mark.unit
 

@@ -12,7 +12,7 @@ from functions.api.mobile_api.routes import create_app
 from functions.api.mobile_api.sse import accepts_event_stream
 from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.bedrock_emulator.coach import CoachReply, ToolCall
-from infra.local.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.account import AccountService
 from onboarding.persistence import Repositories
 from onboarding.turn.service import TurnService

@@ -12,7 +12,7 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 
 from infra.local.bedrock_emulator import BedrockEmulator
-from infra.local.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.config import Settings
 from onboarding.model.answers import answer_value, read_answer
 from onboarding.model.errors import ModelUnavailableError

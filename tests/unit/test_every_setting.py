@@ -23,7 +23,7 @@ from urllib3.response import HTTPResponse
 from functions.api.mobile_api.routes import create_app
 from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.bedrock_emulator.coach import CoachReply, ToolCall
-from infra.local.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.account import AccountService
 from onboarding.composition import build_account, build_orchestrator, build_repositories, build_turn_service
 from onboarding.config import Limits, Settings, WebhookSettings, WorkerSettings

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from infra.local.bedrock_emulator import BedrockEmulator
-from infra.local.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.model.errors import (
     DuplicateMessageIdError,
     InvalidMessageError,

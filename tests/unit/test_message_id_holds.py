@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from infra.local.bedrock_emulator import BedrockEmulator
-from infra.local.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.config import RateLimit, Settings
 from onboarding.model.errors import ModelUnavailableError, RateLimitedError, StoreError, TurnInProgressError
 from onboarding.model.messages import Message

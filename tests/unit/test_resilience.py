@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from functions.api.mobile_api.routes import create_app
 from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.bedrock_emulator.coach import CoachReply, ToolCall
-from infra.local.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.account import AccountService
 from onboarding.config import DEFAULT_LIMITS, BreakerPolicy, RetryPolicy, Settings
 from onboarding.llm.chat_model import build_chat_model

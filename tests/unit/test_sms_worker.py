@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 
 from functions.sms_worker.app import make_handler
 from infra.local.bedrock_emulator import BedrockEmulator
-from infra.local.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator.recorded import Fault
 from infra.local.lambda_runner import LocalLambdaContext
 from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.persistence import Repositories

@@ -8,7 +8,7 @@ import boto3
 import pytest
 
 from infra.local.bedrock_emulator import BedrockEmulator
-from infra.local.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.config import RateLimit, Settings
 from onboarding.model.errors import ModelUnavailableError
 from onboarding.persistence import Repositories

@@ -3,7 +3,7 @@
 import pytest
 
 from infra.local.bedrock_emulator import BedrockEmulator
-from infra.local.bedrock_emulator.server import Fault
+from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.model.errors import InvalidMessageError, MessageTooLargeError, ModelUnavailableError
 from onboarding.model.messages import Message, ToolCall
 from onboarding.persistence import Repositories

@@ -12,7 +12,7 @@ without (the recall flag off), which is the comparison the benchmark reports.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from infra.local.bedrock_emulator.server import RecordedRequest
+from infra.local.bedrock_emulator.recorded import RecordedRequest
 from infra.local.iam.identity import acting_as
 from onboarding.audit import Caller
 from onboarding.config.flags import MemoryFeatures

@@ -18,7 +18,7 @@ from typing import Any
 
 import boto3
 
-from infra.local.bedrock_emulator.server import RecordedRequest
+from infra.local.bedrock_emulator.recorded import RecordedRequest
 
 OPERATIONS = {"ConverseStream": "converse-stream", "Converse": "converse"}
 

@@ -25,9 +25,6 @@ from onboarding.llm.event_stream import encode_event, encode_exception
 if TYPE_CHECKING:
     from infra.local.iam.gate import Gate
 
-# Fault and RecordedRequest are imported from here by the tests and the memory benchmark.
-__all__ = ["BedrockEmulator", "Fault", "RecordedRequest"]
-
 _ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/(?P<operation>converse|converse-stream|invoke)$")
 _OPERATIONS = {"converse": "Converse", "converse-stream": "ConverseStream", "invoke": "InvokeModel"}
 
