@@ -34,7 +34,13 @@ def make_handler(indexer: MessageIndexer) -> Any:
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
         processor.raise_on_entire_batch_failure = False  # every record failing is a partial failure too
-        return dict(process_partial_response(event=event, record_handler=apply, processor=processor, context=context))
+        response = process_partial_response(event=event, record_handler=apply, processor=processor, context=context)
+        # One line a batch: its size and its failures (the records are retried), never a text.
+        logger.info(
+            "Indexed a batch of message changes",
+            extra={"records": len(event.get("Records", [])), "failed": len(response["batchItemFailures"])},
+        )
+        return dict(response)
 
     return handler
 

@@ -112,6 +112,18 @@ def gateway_response(response_type: str) -> GatewayResponse:
     return GatewayResponse(status, body.encode(), headers)
 
 
+def _naming_the_request(send: Send, request_id: str) -> Send:
+    """`send`, with API Gateway's `x-amzn-RequestId` header on the response: the request's id
+    (`requestContext.requestId`, the functions' correlation id in their log lines)."""
+
+    async def sending(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), (b"x-amzn-requestid", request_id.encode())]}
+        await send(message)
+
+    return sending
+
+
 async def _refuse(send: Send, response_type: str) -> None:
     response = gateway_response(response_type)
     await _respond(send, response.status, response.body, headers=response.headers)
@@ -157,6 +169,8 @@ class GatewayApp:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
+        request_id = str(uuid.uuid4())
+        send = _naming_the_request(send, request_id)
         if path == DOCS_PATH and method == "GET":
             await _respond(send, 200, docs_page(), "text/html; charset=utf-8")
             return
@@ -179,7 +193,7 @@ class GatewayApp:
             await _refuse(send, "MISSING_AUTHENTICATION_TOKEN")
             return
         headers = [(k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() != REQUEST_CONTEXT_HEADER]
-        request_context: dict[str, Any] = {"requestId": str(uuid.uuid4()), "stage": "v1", "httpMethod": method}
+        request_context: dict[str, Any] = {"requestId": request_id, "stage": "v1", "httpMethod": method}
         if route.authorized:
             user_id = self._bearer(headers)
             if user_id is None:

@@ -5,11 +5,14 @@ turned into an HTTP request to their ASGI app (see infra.local.web_adapter)."""
 import asyncio
 import contextvars
 import importlib.util
+import logging
 import os
 import sys
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -64,6 +67,7 @@ def _load_module_once(key: tuple[str, frozenset[tuple[str, str]]], code_dir: Pat
         finally:
             sys.path.remove(str(code_dir))
         _warm_modules[key] = module
+        _keys_per_invocation()  # the module's loggers may have set up the service's formatter
     return _warm_modules[key]
 
 
@@ -104,24 +108,51 @@ def asgi_app(logical_id: str) -> Any:
     return getattr(_load_module(logical_id, code_dir, module_name), attribute)
 
 
+# What one invocation's log lines carry of their own, besides its Lambda context's keys (Powertools'
+# `LambdaContextModel`): its cold start, and the correlation id its handler sets
+# (`set_correlation_id`, or `inject_lambda_context(correlation_id_path=...)`).
+INVOCATION_KEYS = frozenset({"cold_start", "correlation_id", "xray_trace_id"})
+_PER_INVOCATION = "local_keys_per_invocation"  # marks a formatter already made so
+
+
 def log_as(logical_id: str) -> LocalLambdaContext:
     """Start an invocation of `logical_id`: its Lambda context, whose keys Powertools' log lines then
     carry in this thread or task (a context variable; its own copy for each invocation).
 
     In Lambda each function has a process of its own; here they share one, and Powertools keeps the
-    keys its `inject_lambda_context` sets on a formatter that every logger of the service shares,
-    so without this the API's lines would name whichever function ran last (the SMS worker).
+    keys that `inject_lambda_context` and `set_correlation_id` set on the one formatter every
+    logger of the service shares: without this a line carried whichever function's Lambda context
+    was set last (an API line the recall indexer's cold start: it runs after every stored message),
+    and the correlation id one request or text set was read, or cleared, by all the others.
     """
     from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+    from aws_lambda_powertools.logging.lambda_context import build_lambda_context_model
 
+    _keys_per_invocation()
     context = LocalLambdaContext(function_name=logical_id, aws_request_id=str(uuid.uuid4()))
-    LambdaPowertoolsFormatter().thread_safe_append_keys(
-        function_name=context.function_name,
-        function_memory_size=context.memory_limit_in_mb,
-        function_arn=context.invoked_function_arn,
-        function_request_id=context.aws_request_id,
-    )
+    LambdaPowertoolsFormatter().thread_safe_append_keys(**vars(build_lambda_context_model(context)))
     return context
+
+
+def _keys_per_invocation() -> None:
+    """Make every Powertools formatter in this process keep INVOCATION_KEYS in the running
+    invocation's context (Powertools' thread-safe keys) rather than in its shared state: each
+    invocation runs in a context of its own (`invoke`, or the local gateway's request task), as
+    each Lambda invocation has a process of its own. Other keys stay shared, as in Lambda."""
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+    from aws_lambda_powertools.logging.lambda_context import LambdaContextModel
+
+    own = INVOCATION_KEYS.union(vars(LambdaContextModel()))
+    for registered in list(logging.Logger.manager.loggerDict.values()):
+        formatter = getattr(getattr(registered, "powertools_handler", None), "formatter", None)
+        if isinstance(formatter, LambdaPowertoolsFormatter) and not getattr(formatter, _PER_INVOCATION, False):
+            formatter.append_keys = partial(_append_keys, formatter, formatter.append_keys, own)  # type: ignore[method-assign]
+            setattr(formatter, _PER_INVOCATION, True)
+
+
+def _append_keys(formatter: Any, shared: Callable[..., None], own: frozenset[str], **keys: Any) -> None:
+    formatter.thread_safe_append_keys(**{k: v for k, v in keys.items() if k in own})
+    shared(**{k: v for k, v in keys.items() if k not in own})
 
 
 def invoke(logical_id: str, event: dict[str, Any]) -> Any:

@@ -1,14 +1,19 @@
 """Owns the local stand-in for the API stage's WAF web ACL: its rate-based rules, read from
 template.yaml, applied by the local gateway to each request of the API's routes.
 
-What it applies, as AWS WAF does: a rule counts the requests of each key (the client IP, or the
-value of one header) over the rule's evaluation window, limited to the requests its scope-down
-statement selects (here: whether a header is present), and once a key is over the limit its
-requests get the rule's block response (status, body, headers) until the count falls back. AWS
-counts in near real time and may let a few more through before it blocks; here the count is exact.
+What it applies, as AWS WAF does: the rules in priority order; a rule counts the requests of each
+key (the client IP, or the value of one header) over the rule's evaluation window, limited to the
+requests its scope-down statement selects (here: whether a header is present), and once a key is
+over the limit its requests get the rule's block response (status, body, headers) until the count
+falls back. AWS counts in near real time and may let a few more through before it blocks; here the
+count is exact.
 
-What it cannot apply it refuses at start (a statement or key it does not know): a stand-in that
-let through what the template would block would hide the very failure it is here to show.
+AWS's managed rule groups (`ManagedRuleGroupStatement`) are declared but not evaluated: their rules
+are AWS's and unpublished, and a guess at them would block or pass what AWS does not. The stack
+names them in its log when it starts (`LocalWaf.not_evaluated`; docs/local-development.md).
+Anything else it cannot apply it refuses at start (a statement or key it does not know): a
+stand-in that silently let through what the template would block would hide the very failure it
+is here to show.
 """
 
 import threading
@@ -18,8 +23,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aws_lambda_powertools import Logger
+
 from infra.local.deployment import LocalDeployment
 from infra.local.errors import LocalToolError
+
+logger = Logger(service="local-gateway")
 
 WEB_ACL_TYPE = "AWS::WAFv2::WebACL"
 ASSOCIATION_TYPE = "AWS::WAFv2::WebACLAssociation"
@@ -44,10 +53,14 @@ class RateRule:
 
 
 class LocalWaf:
-    """The web ACL's rate rules; `check` is None for a request it lets through."""
+    """The web ACL's rate rules, in priority order; `check` is None for a request it lets through.
+    `not_evaluated`: the managed rule groups the template declares, which it does not apply."""
 
-    def __init__(self, rules: list[RateRule], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, rules: list[RateRule], clock: Callable[[], float] = time.monotonic, not_evaluated: tuple[str, ...] = ()
+    ) -> None:
         self.rules = rules
+        self.not_evaluated = not_evaluated
         self._clock = clock
         self._seen: dict[tuple[str, str], deque[float]] = defaultdict(deque)
         self._lock = threading.Lock()
@@ -82,7 +95,23 @@ def local_waf(deployment: LocalDeployment) -> LocalWaf | None:
     if "Allow" not in properties.get("DefaultAction", {}):
         raise LocalToolError("the local WAF applies only a web ACL whose default action is Allow")
     bodies = properties.get("CustomResponseBodies", {})
-    return LocalWaf([_rate_rule(rule, bodies) for rule in properties.get("Rules", [])])
+    rules = sorted(properties.get("Rules", []), key=lambda rule: int(rule["Priority"]))
+    managed = tuple(_managed_group(rule) for rule in rules if "ManagedRuleGroupStatement" in rule["Statement"])
+    rate_rules = [_rate_rule(rule, bodies) for rule in rules if "ManagedRuleGroupStatement" not in rule["Statement"]]
+    waf = LocalWaf(rate_rules, not_evaluated=managed)
+    logger.info(
+        "Local WAF: rate rules applied; managed rule groups declared, not evaluated",
+        extra={"applied": [rule.name for rule in rate_rules], "not_evaluated": list(managed)},
+    )
+    return waf
+
+
+def _managed_group(rule: dict[str, Any]) -> str:
+    """`<vendor>/<group>` of a managed rule group (which the local WAF does not evaluate)."""
+    statement = rule["Statement"]["ManagedRuleGroupStatement"]
+    if set(rule["Statement"]) != {"ManagedRuleGroupStatement"}:
+        raise LocalToolError(f"the local WAF cannot read rule {rule['Name']}")
+    return f"{statement['VendorName']}/{statement['Name']}"
 
 
 def _web_acl_of(association: dict[str, Any]) -> str:
@@ -96,7 +125,9 @@ def _web_acl_of(association: dict[str, Any]) -> str:
 def _rate_rule(rule: dict[str, Any], bodies: dict[str, Any]) -> RateRule:
     statement = rule["Statement"].get("RateBasedStatement")
     if statement is None or set(rule["Statement"]) != {"RateBasedStatement"}:
-        raise LocalToolError(f"the local WAF applies rate-based rules only, not rule {rule['Name']}")
+        raise LocalToolError(
+            f"the local WAF applies rate-based rules (and declares managed rule groups) only, not rule {rule['Name']}"
+        )
     return RateRule(
         name=rule["Name"],
         limit=int(statement["Limit"]),

@@ -7,7 +7,10 @@ whose path the banner prints; the terminal gets one human line per request or te
 JSON back on the terminal."""
 
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -40,6 +43,62 @@ def test_after_a_text_the_apis_lines_still_name_the_api(tmp_path: Path) -> None:
         "POST /chat -> 200",
     ]
     assert "service_undefined" not in stack.stdout
+
+
+def _log_lines(log_file: Path) -> list[dict[str, Any]]:
+    """Powertools' log lines in the file (the metrics' EMF lines, which have no level, left out)."""
+    lines = [json.loads(line) for line in log_file.read_text(encoding="utf-8").splitlines()]
+    return [line for line in lines if "level" in line]
+
+
+def test_each_functions_lines_carry_its_own_name_and_request_id(tmp_path: Path) -> None:
+    """Every function shares one process and one Powertools formatter locally. A text (the webhook
+    and the worker), six API requests at once (JSON and streamed) and the recall indexer, which runs
+    after every stored message: each API request's lines carry its own request id (the
+    `x-amzn-RequestId` it was answered with), the API's name and one invocation id of their own,
+    and no key another function set (the indexer's `cold_start`); the indexer's lines name the
+    indexer and carry no request's id. Its keys used to be the formatter's shared state: API lines
+    carried the indexer's cold start, and the requests' correlation ids were read and cleared by
+    each other (a streamed reply's lines had none)."""
+    data_file = tmp_path / "d.jsonl"
+    log_file = tmp_path / "logs" / "local_stack.log"
+    with running_stack(data_file) as stack:
+        texted = run("infra.sms", "Hi coach", "--data-file", str(data_file))
+        assert "coach (SMS)>" in texted.stdout, texted.stderr[-2000:]
+
+        def chat(n: int) -> str:
+            headers = {"Authorization": f"Bearer logs-{n}"} | ({"Accept": "text/event-stream"} if n % 2 else {})
+            answer = httpx.post(f"{stack.api_url}/chat", json={"message": "Hi"}, headers=headers, timeout=60)
+            assert answer.status_code == 200
+            return answer.headers["x-amzn-requestid"]
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            request_ids = list(pool.map(chat, range(6)))
+        deadline = time.monotonic() + 30  # the indexer's lines for the last messages stored
+        while (
+            time.monotonic() < deadline
+            and sum(line["message"] == "Indexed a batch of message changes" for line in _log_lines(log_file)) < 2
+        ):
+            time.sleep(0.2)
+        stack.stop()
+    lines = _log_lines(log_file)
+    invocations = set()
+    for request_id in request_ids:
+        own = [line for line in lines if line.get("correlation_id") == request_id]
+        assert {"turn_received", "turn_responded", "Context access"} <= {line["message"] for line in own}
+        assert {line.get("function_name") for line in own} == {"ApiFunction"}
+        [invocation] = {line.get("function_request_id") for line in own}  # one invocation, no other's line
+        invocations.add(invocation)
+        assert [line for line in own if "cold_start" in line] == []  # the API sets none; the indexer does
+    assert len(invocations) == len(request_ids)
+    api = [line for line in lines if line.get("function_name") == "ApiFunction"]
+    assert {line.get("correlation_id") for line in api} == set(request_ids)  # none without its request's id
+    indexed = [line for line in lines if line["message"] == "Indexed a batch of message changes"]
+    assert len(indexed) >= 2
+    assert {line.get("function_name") for line in indexed} == {"RecallIndexerFunction"}
+    assert {line.get("correlation_id") for line in indexed} == {None}  # neither a request's nor the text's
+    assert not {line.get("function_request_id") for line in indexed} & invocations
+    assert {line.get("function_name") for line in lines if line["message"] == "Reply sent"} == {"SmsWorkerFunction"}
 
 
 def test_invoke_keeps_its_log_lines_in_a_file_unless_v(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ EXPECTED = {
     "UNAUTHORIZED": ("401", "unauthorized"),
     "EXPIRED_TOKEN": ("401", "unauthorized"),
     "ACCESS_DENIED": ("403", "forbidden"),
+    "WAF_FILTERED": ("403", "blocked"),
     "MISSING_AUTHENTICATION_TOKEN": ("404", "not_found"),
     "THROTTLED": ("429", "throttled"),
     "REQUEST_TOO_LARGE": ("413", "request_too_large"),

@@ -317,29 +317,6 @@ def test_a_flags_deployment_rolls_back_on_api_5xx_and_flags_unavailable_pages_so
     assert (alarm["Namespace"], alarm["MetricName"]) == ("OnboardingMemory", "FeatureFlagsUnavailable")
 
 
-def test_the_api_stage_limits_each_client_with_waf_by_default() -> None:
-    """One client cannot starve the stage: WAF answers 429 per ID token (and per IP without one)
-    before a function is invoked; on unless WafRateLimiting is Disabled."""
-    template = load_template()
-    assert template["Parameters"]["WafRateLimiting"]["Default"] == "Enabled"
-    acl = resource("ApiWebAcl")
-    assert acl["Condition"] == "WafEnabled"
-    rules = {rule["Name"]: rule for rule in acl["Properties"]["Rules"]}
-    per_token = rules["per-id-token"]["Statement"]["RateBasedStatement"]
-    assert per_token["Limit"] == {"Ref": "ClientRequestsPerMinute"}
-    assert per_token["CustomKeys"] == [
-        {"Header": {"Name": "authorization", "TextTransformations": [{"Priority": 0, "Type": "NONE"}]}}
-    ]
-    assert rules["per-ip-without-token"]["Statement"]["RateBasedStatement"]["AggregateKeyType"] == "IP"
-    for rule in rules.values():
-        assert rule["Action"]["Block"]["CustomResponse"]["ResponseCode"] == 429
-    body = json.loads(acl["Properties"]["CustomResponseBodies"]["throttled"]["Content"])
-    assert set(body) == {"error", "message"}  # the API's one error shape
-    association = resource("ApiWebAclAssociation")["Properties"]
-    assert association["WebACLArn"] == {"Fn::GetAtt": "ApiWebAcl.Arn"}
-    assert "${ChatApi}/stages/${ChatApi.Stage}" in association["ResourceArn"]["Fn::Sub"]
-
-
 def test_the_mobile_api_reserves_its_concurrency_by_default() -> None:
     parameter = load_template()["Parameters"]["ApiReservedConcurrency"]
     assert int(parameter["Default"]) > 0

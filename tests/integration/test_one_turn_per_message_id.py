@@ -9,6 +9,9 @@ one model turn per client message id.
 - A stream cut off after its first chunk left the id unanswered, to be resent without limit, each
   resend a model call nobody counted. Now a turn that ends without a reply gives the id up, and
   each resend that answers it is counted by the rate limit: past it, 429.
+- A copy refused with 409 was told to retry after the whole hold (95 s here, 60 s deployed) for a
+  reply stored a second or two later. Now `Retry-After` is a poll interval, and a client that obeys
+  it gets the reply within 2 s of its storage.
 
 The choice (409 rather than a copy that waits for the reply) and why: decision 0009."""
 
@@ -101,6 +104,70 @@ def test_copies_sent_at_once_make_one_model_turn_and_the_rest_are_told_to_retry(
     assert replayed.content == answered[0].content  # byte for byte
     assert sorted(item["role"]["S"] for item in _stored(stack, user)) == ["assistant", "user"]
     assert _model_turns(stack, text) == 1
+
+
+def _reply_stored_at(stack: LocalStack, user: str, client_id: str, until: float) -> float | None:
+    """`time.monotonic()` when the reply to `client_id` was recorded (its record names it), read
+    every 20 ms; None if not by `until`."""
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=stack.dynamodb.url)
+    key = {"pk": {"S": f"USER#{user}"}, "sk": {"S": f"CLIENT#{client_id}"}}
+    while time.monotonic() < until:
+        record = client.get_item(TableName=stack.table_name, Key=key, ConsistentRead=True).get("Item", {})
+        if "reply_message_id" in record:
+            return time.monotonic()
+        time.sleep(0.02)
+    return None
+
+
+def _claimed(stack: LocalStack, user: str, client_id: str, until: float) -> bool:
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=stack.dynamodb.url)
+    key = {"pk": {"S": f"USER#{user}"}, "sk": {"S": f"CLIENT#{client_id}"}}
+    while time.monotonic() < until:
+        if "Item" in client.get_item(TableName=stack.table_name, Key=key, ConsistentRead=True):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_copy_that_obeys_retry_after_gets_the_reply_within_2_s_of_its_storage(stack: LocalStack) -> None:
+    """A copy refused with 409 `in_progress` is told when to ask again. A client that waits exactly
+    that long between tries (as the docs tell it to) must not wait long past the reply's storage:
+    it used to be told the whole hold (95 s here, 60 s deployed) for a reply stored seconds later."""
+    user, text, client_id = f"it-{uuid.uuid4()}", f"Hello again coach {uuid.uuid4().hex[:6]}", "poll-1"
+    body = {"message": text, "clientMessageId": client_id}
+    stack.bedrock.chunk_delay_s = 0.1  # the first delivery answers for a few seconds
+    deadline = time.monotonic() + 60
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        try:
+            first = pool.submit(HTTP.post, f"{stack.api_url}/chat", json=body, headers=_headers(user))
+            stored = pool.submit(_reply_stored_at, stack, user, client_id, deadline)
+            assert _claimed(stack, user, client_id, deadline)
+            claimed_at = time.monotonic()
+            statuses, told = [], []
+            while True:
+                response = HTTP.post(f"{stack.api_url}/chat", json=body, headers=_headers(user))
+                statuses.append(response.status_code)
+                if response.status_code != 409:
+                    got_at = time.monotonic()
+                    break
+                told.append(wait := int(response.headers["retry-after"]))
+                if time.monotonic() + wait > deadline:
+                    got_at = time.monotonic() + wait  # the soonest it would ask again, and get it
+                    break
+                time.sleep(wait)
+            stored_at = stored.result(timeout=120)
+            assert first.result(timeout=120).status_code == 200
+        finally:
+            stack.bedrock.chunk_delay_s = 0.0
+    assert stored_at is not None
+    late = got_at - stored_at
+    print(
+        f"\nobedient copy: told Retry-After {told}; reply stored {stored_at - claimed_at:.2f} s after the claim, "
+        f"the copy got it {late:.2f} s after its storage ({len(statuses)} requests)"
+    )
+    assert statuses[0] == 409  # the copy did arrive while the first delivery was answering
+    assert late <= 2.0, f"the copy got the reply {late:.1f} s after it was stored (told to wait {told} s)"
+    assert statuses[-1] == 200
 
 
 def test_a_copy_over_sse_never_streams_words_that_were_not_stored(stack: LocalStack) -> None:

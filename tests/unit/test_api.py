@@ -1,6 +1,9 @@
 """The mobile API: SSE and JSON replies, history pages, phone links, identity, and every error path."""
 
+import io
 import json
+import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -397,3 +400,25 @@ async def test_client_message_id_errors(
     response = await client.post("/chat", json=body, headers=identity("user-1"))
     assert (response.status_code, response.json()["error"]) == (status, code)
     assert len(store.conversations.load_turn("user-1", 20).messages) == 2
+
+
+async def test_every_line_of_a_streamed_reply_carries_its_request_id(client: httpx.AsyncClient) -> None:
+    """The reply streams after the response began: its lines (`turn_responded`, written when the
+    stream ends) used to lose the request's correlation id, which the middleware cleared as soon
+    as the response started. Read as the function's log handler formats them, in the task that logs."""
+    service = logging.getLogger(os.environ["POWERTOOLS_SERVICE_NAME"])
+    written = io.StringIO()
+    handler = logging.StreamHandler(written)
+    handler.setFormatter(service.powertools_handler.formatter)  # type: ignore[attr-defined]
+    service.addHandler(handler)
+    try:
+        streamed = await client.post(
+            "/chat", json={"message": "Hi"}, headers=identity("u", "req-sse") | {"accept": "text/event-stream"}
+        )
+        answered = await client.post("/chat", json={"message": "beginner"}, headers=identity("u", "req-json"))
+    finally:
+        service.removeHandler(handler)
+    assert (streamed.status_code, answered.status_code) == (200, 200)
+    lines = [json.loads(line) for line in written.getvalue().splitlines()]
+    ids = [(line["message"], line.get("correlation_id")) for line in lines if line["message"] == "turn_responded"]
+    assert ids == [("turn_responded", "req-sse"), ("turn_responded", "req-json")]

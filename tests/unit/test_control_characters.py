@@ -3,8 +3,9 @@ and line feed, DEL and the C1 controls, and the bidirectional overrides and isol
 before anything is stored or sent to the model; a message that is then blank is refused (400), as
 a blank one always was. Over the API, over SMS (the webhook's queued text), and for every input."""
 
+import unicodedata
+from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 import httpx
 import pytest
@@ -15,6 +16,7 @@ from infra.local.twilio_emulator import webhook_form
 from onboarding.model.text import normalized_text
 from onboarding.persistence import Repositories
 from onboarding.sms.text_requests import SmsTurnRequest
+from tests.unit import test_input_text as input_text
 from tests.unit.test_api import client, identity  # noqa: F401  (the API client fixture)
 from tests.unit.test_sms_webhook import PHONE, Handler, call, event, handler, queued  # noqa: F401
 
@@ -26,31 +28,50 @@ SENT = "Hi\x00 coach,\x1b[31m I\u202eevil\u202c run\x07 5\x7f km\x85\ttwice\r\na
 STORED = "Hi coach,[31m Ievil run 5 km\ttwice\na week"
 
 
-async def test_the_api_stores_the_message_without_its_controls(client: httpx.AsyncClient, store: Repositories) -> None:  # noqa: F811
-    response = await client.post("/chat", json={"message": SENT}, headers=identity("u"))
+# Controls, and (decision 0032, tests/unit/test_input_text.py) invisible characters and NFC.
+NORMALISED = [
+    pytest.param(SENT, STORED, id="controls"),
+    pytest.param(input_text.SENT, input_text.STORED, id="invisible-and-nfc"),
+]
+
+
+@pytest.mark.parametrize(("sent", "stored"), NORMALISED)
+async def test_the_api_stores_the_message_without_its_controls(
+    client: httpx.AsyncClient,  # noqa: F811
+    store: Repositories,
+    sent: str,
+    stored: str,
+) -> None:
+    response = await client.post("/chat", json={"message": sent}, headers=identity("u"))
     assert response.status_code == 200, response.text
     # (The local coach may save an answer first: tool call and result before its reply.)
     [said] = [m for m in store.conversations.load_turn("u", 20).messages if m.role == "user"]
-    assert said.content == STORED
+    assert said.content == stored
 
 
-@pytest.mark.parametrize("message", ["\x00\x07\x1b", BIDI, "\u202e \x00\n\t", "\r\n\r"])
+@pytest.mark.parametrize(
+    "message", ["\x00\x07\x1b", BIDI, "\u202e \x00\n\t", "\r\n\r", *input_text.BLANK_ONCE_STRIPPED]
+)
 async def test_a_message_of_controls_only_is_400_and_nothing_is_stored(
     client: httpx.AsyncClient,  # noqa: F811
     store: Repositories,
     message: str,
 ) -> None:
     response = await client.post("/chat", json={"message": message}, headers=identity("u"))
-    assert (response.status_code, response.json()["error"]) == (400, "invalid_message")
+    assert response.status_code == 400
+    assert response.json() == {"error": "invalid_message", "message": "message must contain some text"}  # one line
     assert store.conversations.load_turn("u", 20).messages == ()
 
 
+@pytest.mark.parametrize(("sent", "stored"), NORMALISED)
 def test_a_text_is_queued_without_its_controls(
     handler: Handler,  # noqa: F811
     queued: Callable[[], list[SmsTurnRequest]],  # noqa: F811
+    sent: str,
+    stored: str,
 ) -> None:
-    call(handler, event(webhook_form("SM1", PHONE, SENT)))
-    assert [r.text for r in queued()] == [STORED]
+    call(handler, event(webhook_form("SM1", PHONE, sent)))
+    assert [r.text for r in queued()] == [stored]
 
 
 @given(text=st.text())
@@ -58,6 +79,7 @@ def test_no_control_or_override_survives_and_normalising_twice_changes_nothing(t
     cleaned = normalized_text(text)
     assert not set(cleaned) & set(C0_REMOVED + "\r\x7f" + BIDI + "".join(map(chr, range(0x80, 0xA0))))
     assert normalized_text(cleaned) == cleaned
-    # Nothing else is touched: the kept characters are the original's, in order.
-    kept: Any = iter(text.replace("\r\n", "\n").replace("\r", "\n"))
-    assert all(char in kept for char in cleaned)
+    # Nothing is added: what is kept is the original's characters (compared decomposed, since the
+    # result is in normal form C: decision 0032).
+    original = Counter(unicodedata.normalize("NFD", text.replace("\r\n", "\n").replace("\r", "\n")))
+    assert Counter(unicodedata.normalize("NFD", cleaned)) <= original

@@ -39,6 +39,10 @@ def test_a_copy_is_refused_while_held_and_takes_over_once_the_hold_runs_out(
 ) -> None:
     first = held.writes.claim_user_message("u", "c1", "hi", LIMIT)
     assert first.lease is not None
+    with pytest.raises(TurnInProgressError) as refused:
+        held.writes.claim_user_message("u", "c1", "hi", LIMIT)
+    # Told to poll (the reply is usually stored within seconds), not to wait out the whole hold.
+    assert refused.value.retry_after_s == settings.in_progress_retry_after_s < settings.turn_lease_s
     clock.now += settings.turn_lease_s - 1
     with pytest.raises(TurnInProgressError) as refused:
         held.writes.claim_user_message("u", "c1", "hi", LIMIT)

@@ -225,7 +225,9 @@ def test_ordinary_texts_about_links_go_to_the_coach(
     assert [r.text for r in queued()] == [text]
 
 
-@pytest.mark.parametrize("body", ["", "\u200b\u200b", "\ufeff\u2060", "\u0000 \u200d"])
+@pytest.mark.parametrize(
+    "body", ["", "\u200b\u200b", "\ufeff\u2060", "\u0000 \u200d", "\u00ad\u2060", "\U000e0041\U000e0042\U000e007f"]
+)
 def test_a_text_without_words_gets_a_short_answer(
     handler: Handler, queued: Callable[[], list[SmsTurnRequest]], body: str
 ) -> None:

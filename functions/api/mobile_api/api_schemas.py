@@ -23,7 +23,9 @@ class ChatRequest(BaseModel):
         pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
         description=(
             "The app's own id for this message. Sending the same id again (a retry) stores nothing new: "
-            "the stored reply is returned, or the stored message is answered if the first try did not finish."
+            "the stored reply is returned, or the stored message is answered if the first try did not finish. "
+            "While the first try is still being answered, a retry gets 409 `in_progress` with `Retry-After` "
+            "(a second or so): poll, sending it again after each `Retry-After`, until the reply comes (200)."
         ),
     )
 

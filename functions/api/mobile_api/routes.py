@@ -74,12 +74,12 @@ def create_app(service: TurnService, account: AccountService, primer: Primer | N
             request_id = json.loads(request.headers.get("x-amzn-request-context") or "{}").get("requestId")
         except (ValueError, AttributeError):
             request_id = None
-        logger.set_correlation_id(request_id)
-        try:
-            response: Response = await call_next(request)
-            return response
-        finally:
-            logger.set_correlation_id(None)
+        # This request's context only (a task of its own, and the tasks it starts: a streamed
+        # reply's), not the logger's shared keys: a streamed reply's lines, written after the
+        # response began, keep it, and no other request reads or clears it.
+        logger.thread_safe_append_keys(correlation_id=request_id)
+        response: Response = await call_next(request)
+        return response
 
     install_error_handlers(app)
 

@@ -98,6 +98,8 @@ class Limits(_FromEnv):
     # How long a client (or Twilio) message id is remembered: deliveries are retried for minutes
     # or hours, not weeks.
     client_record_lifetime_s: int = Field(default=7 * 24 * 3600, ge=3600, validation_alias="CLIENT_RECORD_LIFETIME_S")
+    # 409 in_progress's Retry-After: a copy polls this often for a reply stored within seconds (decision 0009).
+    in_progress_retry_after_s: int = Field(default=1, ge=1, le=60, validation_alias="IN_PROGRESS_RETRY_AFTER_S")
     link_code_lifetime_s: int = Field(default=600, ge=60, le=24 * 3600, validation_alias="LINK_CODE_LIFETIME_S")
     # DELETE MY DATA, then YES DELETE
     erase_confirmation_window_s: int = Field(

@@ -46,10 +46,13 @@ class ClientRecords:
         return self._now_ms() + int(self._limits.turn_lease_s * 1000)
 
     def refuse_while_held(self, earlier: ClaimedTurn) -> None:
-        """TurnInProgressError while another delivery holds the id (it calls no model)."""
+        """TurnInProgressError while another delivery holds the id (it calls no model). The copy is
+        told to poll again after `IN_PROGRESS_RETRY_AFTER_S` (never past the hold's end), not after
+        the hold: the reply is usually stored within seconds, the hold lasts the turn's deadline."""
         if (left_ms := earlier.lease_until_ms - self._now_ms()) > 0:
             logger.info("A copy of a message being answered arrived; told to try again")
-            raise TurnInProgressError(max(1, math.ceil(left_ms / 1000)))
+            left_s = max(1, math.ceil(left_ms / 1000))
+            raise TurnInProgressError(min(self._limits.in_progress_retry_after_s, left_s))
 
     def take_over(
         self, user_id: str, client_id: str, earlier: ClaimedTurn, since_ms: int, run: Callable[[Transaction], None]
