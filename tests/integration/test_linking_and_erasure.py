@@ -7,6 +7,9 @@ DynamoDB server, Bedrock emulator, Twilio stand-in), with the template's policie
 - 7: LINK <code> waits for the phone's YES, and wrong codes, even sent at once, are locked out;
 - 8: a dead-lettered text of an erased user, redriven, is answered as nobody.
 
+And the link attempts: right codes texted at once from a fresh phone are never locked out, and a
+lockout survives an erase by text.
+
 Each test fails on the code before its fix (the mutations are named in docs/reliability.md)."""
 
 import json
@@ -124,6 +127,45 @@ def test_wrong_link_codes_sent_at_once_are_counted_and_the_phone_locked_out(stac
     code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(user)).json()["code"]
     assert "Too many wrong link codes" in text(stack, phone, f"LINK {code}").text
     assert HTTP.get(f"{stack.api_url}/phones", headers=bearer(user)).json() == {"phones": []}
+
+
+def test_right_link_codes_texted_at_once_from_a_fresh_phone_are_never_locked_out(stack: LocalStack) -> None:
+    """More LINK texts with a right code at once than LINK_FAILURE_LIMIT, from a number never seen:
+    each is asked for its YES. Before, all but one could be told "Too many wrong link codes" (the
+    counting writes raced; a text that lost fell through to "window full"), with no wrong code sent."""
+    phone, user = new_phone(), new_user()
+    code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(user)).json()["code"]
+    texts = 2 * LINK_FAILURE_LIMIT
+    gate = threading.Barrier(texts)
+
+    def link_at_once(_: int) -> str:
+        gate.wait(30)
+        return text(stack, phone, f"LINK {code}").text
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=texts) as pool:
+        answers = list(pool.map(link_at_once, range(texts), timeout=120))
+    elapsed = time.monotonic() - started
+    asked = sum("Reply YES" in answer for answer in answers)
+    print(f"\n{texts} right codes at once in {elapsed:.1f} s: {asked} asked to confirm")
+    assert asked == texts, [answer for answer in answers if "Reply YES" not in answer]
+    assert "Linked!" in text(stack, phone, "YES").text
+    assert HTTP.get(f"{stack.api_url}/phones", headers=bearer(user)).json() == {"phones": [phone]}
+
+
+def test_a_lockout_survives_an_erase_by_text(stack: LocalStack) -> None:
+    """Locked out by wrong codes, the number erases its data by text: the next wrong code is still
+    refused unread. Before, the count lived on the phone's owner item, which the erase deletes, so
+    the erase gave the number LINK_FAILURE_LIMIT fresh guesses."""
+    phone = new_phone()
+    _texter(stack, phone)
+    for guess in range(LINK_FAILURE_LIMIT):
+        assert "not valid" in text(stack, phone, f"LINK ABCDEFGH{'JKMNP'[guess]}K").text
+    assert "Too many wrong link codes" in text(stack, phone, "LINK ABCDEFGHQK").text
+    assert "YES DELETE" in text(stack, phone, "DELETE MY DATA").text
+    assert "your data is erased" in text(stack, phone, "YES DELETE").text
+    assert _owner(stack, phone) is None
+    assert "Too many wrong link codes" in text(stack, phone, "LINK ABCDEFGHRK").text
 
 
 # --- items 5 and 6: erase and merge ---------------------------------------------------------------

@@ -17,6 +17,7 @@ from onboarding.model.text import is_blank
 from onboarding.model.users import new_sms_user_id
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import normalize_link_code
+from onboarding.persistence.link_requests import LinkLockout
 from onboarding.recall.vectors import VectorIndex
 from onboarding.sms.queue import TurnQueue
 from onboarding.sms.text_requests import InboundSms, OptOut, SmsTurnRequest
@@ -130,16 +131,19 @@ class SmsIntake:
         """LINK <code>: nothing is linked yet. A valid code is kept on the phone, which is asked to
         reply YES (so a code alone cannot pull a phone's texts into an account: decision 0015). Every
         code is counted before it is checked, and a right one given back: past a few wrong ones in a
-        window the phone is locked out until the window ends, even texts sent at once."""
-        limit, requests = self._limits.link_failure_limit, self._store.link_requests
-        if (locked_s := requests.take_link_attempt(owner.phone, limit)) is not None:
+        window the phone is locked out until the window ends, even texts sent at once, and even
+        after an erase (the count is not the phone's owner item)."""
+        requests = self._store.link_requests
+        attempt = requests.take_link_attempt(owner.phone, self._limits.link_failure_limit)
+        if isinstance(attempt, LinkLockout):
             logger.info("Link code refused unread: too many wrong codes from this phone")
-            return LINK_LOCKED.format(minutes=max(1, -(-locked_s // 60)))
+            return LINK_LOCKED.format(minutes=max(1, -(-attempt.retry_after_s // 60)))
         window = self._limits.link_confirmation_window_s
-        if not requests.request_link(owner.phone, code, int(self._clock()) + window):
+        right = requests.request_link(owner.phone, code, int(self._clock()) + window)
+        requests.settle_link_attempt(attempt, right)
+        if not right:
             logger.info("Phone link refused: unknown, expired or used code")
             return LINK_REFUSED
-        requests.give_back_link_attempt(owner.phone, limit)
         logger.info("Link code accepted; waiting for the phone's YES")
         return LINK_CONFIRM.format(minutes=max(1, window // 60))
 
