@@ -4,6 +4,8 @@ Layout of a user's partition (`pk = USER#<user id>`), in sort-key order:
 
     CLIENT#<client message id>         which messages a client's (or Twilio's) message id produced
     CONTACT#<E.164 phone>              a phone number linked to this user (sorts before messages)
+    KEY#<user id>                      the key that seals that user's queued texts: their own, or
+                                       an SMS-only user's whose memory joined this one (a link)
     LIMIT#<window number>              how many messages the user sent in one rate-limit window
     LINKCODE#<code>                    a link code this user created (expires with it), so erase finds it
     MSG#<13-digit epoch ms>#<random>   one item per message (user, assistant or tool), immutable
@@ -47,6 +49,7 @@ CONTACT_PREFIX = "CONTACT#"
 CLIENT_PREFIX = "CLIENT#"
 CLIENT_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 RATE_PREFIX = "LIMIT#"
+TEXT_KEY_PREFIX = "KEY#"
 PHONE_PREFIX = "PHONE#"
 PHONE_OWNER_SORT_KEY = "~OWNER"
 LINK_PREFIX = "LINK#"
@@ -92,6 +95,11 @@ def client_key(user_id: str, client_id: str) -> Key:
 
 def contact_key(user_id: str, phone: str) -> Key:
     return user_key(user_id, f"{CONTACT_PREFIX}{phone}")
+
+
+def text_key(holder: str, made_for: str) -> Key:
+    """Where `holder`'s partition keeps the key that seals `made_for`'s queued texts."""
+    return user_key(holder, f"{TEXT_KEY_PREFIX}{made_for}")
 
 
 def phone_key(phone: str) -> Key:

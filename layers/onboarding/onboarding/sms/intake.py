@@ -24,6 +24,8 @@ from onboarding.sms.text_requests import InboundSms, OptOut, SmsTurnRequest
 
 logger = Logger(child=True)
 
+# How often the owner of a text's number may change while the text is queued (a link moves it once).
+OWNER_CHANGES = 3
 _LINK_REQUEST = re.compile(r"^\s*LINK\s+(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 
 LINKED = "Linked! Texts from this phone now continue your conversation from the app."
@@ -115,17 +117,34 @@ class SmsIntake:
             return erase_reply
         if is_blank(sms.body):
             return TEXT_ONLY
-        self._queue.send(
-            SmsTurnRequest(
-                message_id=sms.message_id,
-                user_id=owner.user_id,
-                from_phone=sms.from_phone,
-                to_phone=sms.to_phone,
-                text=sms.body,
-                received_at=datetime.now(UTC),
-            )
-        )
+        self._queue_turn(sms, owner)
         return None
+
+    def _queue_turn(self, sms: InboundSms, owner: PhoneOwner) -> None:
+        """Queue the text for its number's owner, sealed with the owner's key (made with their first
+        queued text). If the number was linked to another user meanwhile, the text goes to them; if
+        its user was erased meanwhile, it is answered as nobody (as the worker does: responder)."""
+        received_ms = int(self._clock() * 1000)
+        received_at = datetime.fromtimestamp(received_ms / 1000, UTC)
+        for _ in range(OWNER_CHANGES):
+            key = self._store.text_keys.for_queueing(sms.from_phone, owner.user_id, received_ms)
+            if key is not None:
+                request = SmsTurnRequest(
+                    message_id=sms.message_id,
+                    user_id=owner.user_id,
+                    from_phone=sms.from_phone,
+                    to_phone=sms.to_phone,
+                    text=sms.body,
+                    received_at=received_at,
+                )
+                self._queue.send(request, key)
+                return
+            now_owner = self._phones.find_owner(sms.from_phone)
+            if now_owner is None or now_owner.user_id == owner.user_id:
+                logger.info("Text received as its user was erased; not answered")
+                return
+            owner = now_owner
+        logger.warning("A text's number kept changing owners while it was queued; not answered")
 
     def _request_link(self, owner: PhoneOwner, code: str) -> str:
         """LINK <code>: nothing is linked yet. A valid code is kept on the phone, which is asked to
