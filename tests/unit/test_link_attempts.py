@@ -6,6 +6,7 @@ reset that: the count is an item of its own, keyed by a hash of the number, expi
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -16,8 +17,8 @@ from onboarding.config import RateLimit, Settings
 from onboarding.erasing import erase_memory
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import LINK_TRIES_PREFIX, link_tries_key
-from onboarding.persistence.link_requests import PENDING_WAITS_S, LinkAttempt, LinkLockout, LinkRequests
-from onboarding.sms.intake import LINK_LOCKED, LINK_REFUSED, SmsIntake
+from onboarding.persistence.link_requests import BUSY_RETRY_S, PENDING_WAITS_S, LinkAttempt, LinkLockout, LinkRequests
+from onboarding.sms.intake import LINK_BUSY, LINK_LOCKED, LINK_REFUSED, SmsIntake
 from onboarding.sms.queue import TurnQueue
 from tests.support.clock import FakeClock
 from tests.unit import test_link_confirmation as link_confirmation
@@ -28,6 +29,7 @@ pytestmark = pytest.mark.unit
 
 WINDOW_S = 600
 LIMIT = RateLimit(2, WINDOW_S)
+SETTINGS = Settings(table_name=TABLE, link_failures_per_window=LIMIT.messages, link_failure_window_s=WINDOW_S)
 
 
 @pytest.fixture
@@ -69,9 +71,8 @@ def test_two_right_codes_texted_at_once_from_a_fresh_phone_are_both_asked_to_con
     intake, store = intake_with(dynamodb, sms_queue, clock)
     code = store.phones.create_link_code("app-user").code
     texted(intake, "Hi coach")  # the phone is known; it has texted no code yet
-    racing = Settings(table_name=TABLE, link_failures_per_window=LIMIT.messages, link_failure_window_s=WINDOW_S)
-    store = Repositories.over(_FirstUpdatesMeet(dynamodb, 2), TABLE, racing, clock=clock)  # type: ignore[arg-type]
-    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), racing, clock=clock)
+    store = Repositories.over(_FirstUpdatesMeet(dynamodb, 2), TABLE, SETTINGS, clock=clock)  # type: ignore[arg-type]
+    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), SETTINGS, clock=clock)
     answers: list[str | None] = [None, None]
 
     def link(index: int) -> None:
@@ -122,15 +123,30 @@ def test_wrong_codes_lock_the_phone_out_at_once(dynamodb: Any, clock: FakeClock)
 
 def test_a_code_whose_check_never_settled_keeps_its_room_till_the_window_ends(dynamodb: Any, clock: FakeClock) -> None:
     """A function that stopped between counting a code and settling it: the code may have been read,
-    so its room is not given back; the next code waits a bounded time, then is locked out."""
+    so its room is not given back; the next code waits a bounded time, then is told to try again
+    shortly, not that the phone is locked out (no wrong code was seen)."""
     store = Repositories.over(dynamodb, TABLE, Settings(table_name=TABLE), clock=clock)
     requests = store.link_requests
     for _ in range(LIMIT.messages):
         requests.take_link_attempt(PHONE, LIMIT)
     slept: list[float] = []
     requests = LinkRequests(dynamodb, TABLE, clock, sleep=slept.append)
-    assert isinstance(requests.take_link_attempt(PHONE, LIMIT), LinkLockout)
+    assert requests.take_link_attempt(PHONE, LIMIT) == LinkLockout(BUSY_RETRY_S, busy=True)
     assert slept == list(PENDING_WAITS_S)
+
+
+def test_a_text_that_waited_in_vain_is_asked_to_send_its_code_again_not_told_it_is_locked_out(
+    dynamodb: Any, sms_queue: str, clock: FakeClock
+) -> None:
+    intake, store = intake_with(dynamodb, sms_queue, clock)
+    texted(intake, "Hi coach")
+    for _ in range(LIMIT.messages):  # counted, never settled
+        store.link_requests.take_link_attempt(PHONE, LIMIT)
+    impatient = replace(store, link_requests=LinkRequests(dynamodb, TABLE, clock, sleep=lambda _: None))
+    intake = SmsIntake(
+        impatient, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), SETTINGS, clock=clock
+    )
+    assert texted(intake, "LINK ABCDEFGHJK") == LINK_BUSY
 
 
 def test_the_count_is_keyed_by_a_hash_of_the_number_and_expires_with_its_window(

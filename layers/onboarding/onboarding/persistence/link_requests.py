@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 # How long a link code waits, between tries, for codes of the same phone still being checked to
 # settle (each takes a read and a write or two): about 3.5 s in all, well inside the webhook's timeout.
 PENDING_WAITS_S = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0)
+# What a text told that the room is still held is asked to wait before trying again.
+BUSY_RETRY_S = 60
 
 
 def valid_code(client: "DynamoDBClient", table: str, normalized: str, now_s: float) -> str | None:
@@ -41,9 +43,11 @@ class LinkAttempt:
 
 @dataclass(frozen=True)
 class LinkLockout:
-    """The phone may text no link code for `retry_after_s` seconds (its window is full of wrong ones)."""
+    """The phone may text no link code for `retry_after_s` seconds: its window is full of wrong
+    ones; or, `busy`, the room is still held by codes being checked (or whose check never settled)."""
 
     retry_after_s: int
+    busy: bool = False
 
 
 class LinkRequests:
@@ -88,8 +92,9 @@ class LinkRequests:
         update to race for, and a refused update means the window has no room: then the count is
         read, and if codes still being checked hold the room (not wrong ones), the text waits for
         them to settle and tries again. A right code gives its room back, so texts with a right
-        code sent at once are never locked out; only wrong ones lock the phone out. A code whose
-        check never settled (the function stopped) keeps its room till the window ends."""
+        code sent at once are not locked out; only wrong ones lock the phone out. A code whose
+        check never settled (the function stopped) keeps its room till the window ends: a text
+        that waited for it in vain is told to try again shortly (`busy`), not that it is locked out."""
         waits = iter(PENDING_WAITS_S)
         while True:
             window = int(self._clock() // limit.window_s)
@@ -114,9 +119,10 @@ class LinkRequests:
                 pass
             with store_call("could not count a link code"):
                 item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item", {})
-            wrong = int(item.get("wrong", {}).get("N", "0"))
-            if wrong >= limit.messages or (wait := next(waits, None)) is None:
+            if int(item.get("wrong", {}).get("N", "0")) >= limit.messages:
                 return LinkLockout(max(1, int(ends - self._clock())))
+            if (wait := next(waits, None)) is None:
+                return LinkLockout(BUSY_RETRY_S, busy=True)
             self._sleep(wait)
 
     def settle_link_attempt(self, attempt: LinkAttempt, right: bool) -> None:

@@ -37,6 +37,7 @@ LINK_CONFIRM = (
     "conversation. If that is not your account, ignore this and nothing changes."
 )
 LINK_LOCKED = "Too many wrong link codes from this phone. Try again in {minutes} minutes, with a new code from the app."
+LINK_BUSY = "I'm still checking other link codes from this phone. Send yours again in a minute."
 TEXT_ONLY = "I can only read text messages. Please type your answer."
 ERASE_KEYWORD, ERASE_CONFIRMATION = "DELETE MY DATA", "YES DELETE"
 ERASE_ASK = (
@@ -155,6 +156,9 @@ class SmsIntake:
         requests = self._store.link_requests
         attempt = requests.take_link_attempt(owner.phone, self._limits.link_failure_limit)
         if isinstance(attempt, LinkLockout):
+            if attempt.busy:
+                logger.info("Link code refused unread: other codes from this phone are still being checked")
+                return LINK_BUSY
             logger.info("Link code refused unread: too many wrong codes from this phone")
             return LINK_LOCKED.format(minutes=max(1, -(-attempt.retry_after_s // 60)))
         window = self._limits.link_confirmation_window_s
