@@ -161,8 +161,10 @@ def test_a_sealed_text_cannot_be_altered_or_passed_off_as_another_users(
     intake.accept(InboundSms(message_id="SM-b", from_phone="+15551230999", to_phone="+15550000000", body="Hello"))
     mine, theirs = (SealedText.model_validate_json(m["Body"]) for m in _taken(sms_queue))
     altered = mine.model_copy(update={"sealed": base64.b64encode(b"x" * 40).decode()})
+    cut_short = mine.model_copy(update={"sealed": base64.b64encode(b"x" * 5).decode()})
+    not_base64 = mine.model_copy(update={"sealed": "%%%"})
     relabelled = mine.model_copy(update={"user_id": theirs.user_id, "key_id": theirs.key_id})
-    for forged in (altered, relabelled):
+    for forged in (altered, cut_short, not_base64, relabelled):
         with pytest.raises(QueuedTextError):
             read_queued(forged.model_dump_json(), store)
 
