@@ -1,7 +1,8 @@
 """SMS worker: answers the texts the webhook queued (SQS FIFO, one message group per user).
 
-Thin by design: each record becomes an `SmsTurnRequest` for `SmsResponder`, which runs the turn
-and sends the reply through Twilio. Failures are reported per record (Powertools Batch), and a
+Thin by design: `SmsResponder` reads each record's sealed text (onboarding.sms.sealing: a text of
+a user erased since cannot be read, and is answered by nobody), runs the turn and sends the reply
+through Twilio. Failures are reported per record (Powertools Batch), and a
 failed record holds back only the later texts of the same user, so each user's texts are answered
 in order. Each text is answered once (Powertools Idempotency on its `MessageSid`).
 """
@@ -16,7 +17,6 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
 
 from onboarding.composition import build_worker
 from onboarding.config import Settings, WorkerSettings
@@ -41,12 +41,12 @@ def make_handler(
         return {"parts_sent": asyncio.run(responder.respond(request))}
 
     def answer(record: SQSRecord) -> None:
-        try:
-            request = SmsTurnRequest.model_validate_json(record.body)
-        except ValidationError:
-            # Fails every attempt and ends in the dead-letter queue. `from None`: pydantic's error
-            # quotes the input, which holds the person's text and number.
-            raise ValueError("the queue message is not a turn request") from None
+        # A message that is not a text we queued raises QueuedTextError: it fails every attempt and
+        # ends in the dead-letter queue.
+        request = responder.read(record.body)
+        if request is None:
+            logger.info("Queued text of a user erased since; its key is gone, so it is answered by nobody")
+            return
         answer_once(request=request)
 
     @logger.inject_lambda_context

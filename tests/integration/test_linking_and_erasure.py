@@ -7,8 +7,13 @@ DynamoDB server, Bedrock emulator, Twilio stand-in), with the template's policie
 - 7: LINK <code> waits for the phone's YES, and wrong codes, even sent at once, are locked out;
 - 8: a dead-lettered text of an erased user, redriven, is answered as nobody.
 
+And the link attempts: right codes texted at once from a fresh phone are never locked out, and a
+lockout survives an erase by text; and an erase reaches the dead-letter queue: an erased user's
+dead-lettered texts can no longer be read (decision 0031), another user's still can.
+
 Each test fails on the code before its fix (the mutations are named in docs/reliability.md)."""
 
+import base64
 import json
 import threading
 import time
@@ -21,10 +26,14 @@ from typing import Any
 import boto3
 import httpx
 import pytest
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from infra.local.stack import LocalStack
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
+from onboarding.persistence.keys import TEXT_KEY_PREFIX
+from onboarding.sms.sealing import NONCE_BYTES, SealedText, read_queued
 from onboarding.sms.text_requests import SmsTurnRequest
 from tests.support.deployed_flows import bearer, link, new_phone, new_user, operator_table, replies_to, text
 from tests.support.tcp_proxy import TcpProxy
@@ -124,6 +133,45 @@ def test_wrong_link_codes_sent_at_once_are_counted_and_the_phone_locked_out(stac
     code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(user)).json()["code"]
     assert "Too many wrong link codes" in text(stack, phone, f"LINK {code}").text
     assert HTTP.get(f"{stack.api_url}/phones", headers=bearer(user)).json() == {"phones": []}
+
+
+def test_right_link_codes_texted_at_once_from_a_fresh_phone_are_never_locked_out(stack: LocalStack) -> None:
+    """More LINK texts with a right code at once than LINK_FAILURE_LIMIT, from a number never seen:
+    each is asked for its YES. Before, all but one could be told "Too many wrong link codes" (the
+    counting writes raced; a text that lost fell through to "window full"), with no wrong code sent."""
+    phone, user = new_phone(), new_user()
+    code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(user)).json()["code"]
+    texts = 2 * LINK_FAILURE_LIMIT
+    gate = threading.Barrier(texts)
+
+    def link_at_once(_: int) -> str:
+        gate.wait(30)
+        return text(stack, phone, f"LINK {code}").text
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=texts) as pool:
+        answers = list(pool.map(link_at_once, range(texts), timeout=120))
+    elapsed = time.monotonic() - started
+    asked = sum("Reply YES" in answer for answer in answers)
+    print(f"\n{texts} right codes at once in {elapsed:.1f} s: {asked} asked to confirm")
+    assert asked == texts, [answer for answer in answers if "Reply YES" not in answer]
+    assert "Linked!" in text(stack, phone, "YES").text
+    assert HTTP.get(f"{stack.api_url}/phones", headers=bearer(user)).json() == {"phones": [phone]}
+
+
+def test_a_lockout_survives_an_erase_by_text(stack: LocalStack) -> None:
+    """Locked out by wrong codes, the number erases its data by text: the next wrong code is still
+    refused unread. Before, the count lived on the phone's owner item, which the erase deletes, so
+    the erase gave the number LINK_FAILURE_LIMIT fresh guesses."""
+    phone = new_phone()
+    _texter(stack, phone)
+    for guess in range(LINK_FAILURE_LIMIT):
+        assert "not valid" in text(stack, phone, f"LINK ABCDEFGH{'JKMNP'[guess]}K").text
+    assert "Too many wrong link codes" in text(stack, phone, "LINK ABCDEFGHQK").text
+    assert "YES DELETE" in text(stack, phone, "DELETE MY DATA").text
+    assert "your data is erased" in text(stack, phone, "YES DELETE").text
+    assert _owner(stack, phone) is None
+    assert "Too many wrong link codes" in text(stack, phone, "LINK ABCDEFGHRK").text
 
 
 # --- items 5 and 6: erase and merge ---------------------------------------------------------------
@@ -229,7 +277,8 @@ def test_a_dead_lettered_text_of_an_erased_user_is_not_answered_when_redriven(st
     )
     sqs = boto3.client("sqs", region_name=stack.region, endpoint_url=stack.dynamodb.url)
     dead_letters = str(stack.deployment.resolve({"Ref": "SmsDeadLetterQueue"}))
-    # As the queue leaves it after its last failed try: the body the webhook queued.
+    # As the queue leaves it after its last failed try, in the body the version before sealed texts
+    # queued (still read, so a deploy loses no queued text): the erase mark is what stops it.
     sqs.send_message(
         QueueUrl=dead_letters, MessageBody=queued.model_dump_json(), MessageGroupId=erased_user,
         MessageDeduplicationId=queued.message_id,
@@ -242,7 +291,7 @@ def test_a_dead_lettered_text_of_an_erased_user_is_not_answered_when_redriven(st
     # The operator's redrive: the dead-letter queue's messages back to the source queue, as they are.
     for message in sqs.receive_message(QueueUrl=dead_letters, MaxNumberOfMessages=10)["Messages"]:
         body = json.loads(message["Body"])
-        if body["message_id"] == queued.message_id:
+        if body.get("message_id") == queued.message_id:
             sqs.send_message(
                 QueueUrl=stack.sms_queue_url, MessageBody=message["Body"], MessageGroupId=body["user_id"],
                 MessageDeduplicationId=f"redrive-{queued.message_id}",
@@ -262,3 +311,107 @@ def _taken(sqs: Any, queue_url: str) -> bool:
         QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
     )["Attributes"]
     return attributes["ApproximateNumberOfMessages"] == attributes["ApproximateNumberOfMessagesNotVisible"] == "0"
+
+
+# --- an erase reaches the dead-letter queue (decision 0031) ---------------------------------------
+
+
+def test_an_erased_users_texts_in_the_dead_letter_queue_can_no_longer_be_read(stack: LocalStack) -> None:
+    """Twilio fails every send: two numbers' texts end in the dead-letter queue through the queue's
+    redrive policy (maxReceiveCount), and one more text of the first is still being retried. The
+    first number erases by text. Then nothing in either queue says what the first texted, or from
+    which number: not in the clear, and no key left in the table opens it; the second number's
+    dead-lettered text still opens, to its text and number. Before, the dead-letter queue kept the
+    erased texts and their number in the clear for 14 days."""
+    erased_phone, kept_phone = new_phone(), new_phone()
+    erased_secret, in_flight_secret, kept_secret = (f"My secret is {uuid.uuid4().hex[:10]}" for _ in range(3))
+    sqs = boto3.client("sqs", region_name=stack.region, endpoint_url=stack.dynamodb.url)
+    dead_letters = str(stack.deployment.resolve({"Ref": "SmsDeadLetterQueue"}))
+    store = Repositories.over(operator_table(stack), stack.table_name, Settings.from_env())
+    stack.twilio.transient = [503] * 10_000
+    try:
+        text(stack, erased_phone, erased_secret)
+        text(stack, kept_phone, kept_secret)
+        owners = {phone: _owner(stack, phone) for phone in (erased_phone, kept_phone)}
+        users = {phone: str(owner["user_id"]["S"]) for phone, owner in owners.items() if owner}
+        started = deadline = time.monotonic()
+        deadline += 90
+        while {_group(m) for m in _dead_letters(sqs, dead_letters)} < set(users.values()):
+            assert time.monotonic() < deadline, "the failing texts never reached the dead-letter queue"
+            time.sleep(0.5)
+        dead_lettered_s = time.monotonic() - started
+        text(stack, erased_phone, in_flight_secret)  # queued, failing, when the erase comes
+        assert "YES DELETE" in text(stack, erased_phone, "DELETE MY DATA").text
+        assert "your data is erased" in text(stack, erased_phone, "YES DELETE").text
+    finally:
+        stack.twilio.transient = []
+    deadline = time.monotonic() + 30
+    while not _taken(sqs, stack.sms_queue_url):  # the worker's next try of the text in flight
+        assert time.monotonic() < deadline, "the text in flight was never taken again"
+        time.sleep(0.2)
+    erased_user, kept_user = users[erased_phone], users[kept_phone]
+    left = [m for m in _dead_letters(sqs, dead_letters) if _group(m) in (erased_user, kept_user)]
+    keys = _every_stored_key(stack)
+    for message in left:
+        whole = json.dumps(message)
+        for secret in (erased_secret, in_flight_secret, kept_secret):
+            assert secret not in whole, "a text in the clear in the dead-letter queue"
+        assert erased_phone.removeprefix("+") not in whole
+        assert kept_phone.removeprefix("+") not in whole
+    erased_texts = [m for m in left if _group(m) == erased_user]
+    assert erased_texts, "the erased user's dead-lettered text is gone, not sealed: nothing was shown"
+    for message in erased_texts:
+        assert read_queued(message["Body"], store) is None
+        assert not any(_opens(message["Body"], key) for key in keys), "a stored key opens an erased text"
+    print(
+        f"\ndead-lettered in {dead_lettered_s:.1f} s; after the erase, {len(erased_texts)} of the erased user's"
+        f" texts left in the dead-letter queue, opened by 0 of the table's {len(keys)} keys"
+    )
+    [kept] = [read_queued(m["Body"], store) for m in left if _group(m) == kept_user]
+    assert kept is not None
+    assert (kept.text, kept.from_phone) == (kept_secret, kept_phone)
+    for message in left:  # leave the queue as it was for the other tests
+        sqs.delete_message(QueueUrl=dead_letters, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _dead_letters(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
+    """Every message of the dead-letter queue, each received (hidden for a minute), with its attributes."""
+    messages: list[dict[str, Any]] = []
+    while batch := sqs.receive_message(
+        QueueUrl=queue_url, MaxNumberOfMessages=10, VisibilityTimeout=60, AttributeNames=["All"]
+    ).get("Messages", []):
+        messages.extend(batch)
+    for message in messages:  # visible again for the next look; the caller deletes what it means to
+        sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return messages
+
+
+def _group(message: dict[str, Any]) -> str:
+    return str(message["Attributes"]["MessageGroupId"])
+
+
+def _every_stored_key(stack: LocalStack) -> list[bytes]:
+    """The secret of every text key the table holds, as an operator scanning it finds them."""
+    table = operator_table(stack)
+    request: dict[str, Any] = {
+        "TableName": stack.table_name,
+        "FilterExpression": "begins_with(sk, :key)",
+        "ExpressionAttributeValues": {":key": {"S": TEXT_KEY_PREFIX}},
+    }
+    keys: list[bytes] = []
+    while True:
+        page = table.scan(**request)
+        keys.extend(bytes(item["secret"]["B"]) for item in page["Items"])
+        if "LastEvaluatedKey" not in page:
+            return keys
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _opens(body: str, secret: bytes) -> bool:
+    sealed = SealedText.model_validate_json(body)
+    raw = base64.b64decode(sealed.sealed)
+    try:
+        AESGCM(secret).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], f"{sealed.user_id}\n{sealed.key_id}".encode())
+    except InvalidTag:
+        return False
+    return True

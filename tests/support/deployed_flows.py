@@ -302,17 +302,22 @@ def a_failing_text_ends_in_the_dead_letter_queue(stack: LocalStack) -> None:
     try:
         text(stack, phone, "Hi coach")
         deadline = time.monotonic() + 60
-        while not _take_dead_letter(sqs, dead_letters, phone):
+        store = Repositories.over(operator_table(stack), stack.table_name, Settings.from_env())
+        owner = store.phones.find_owner(phone)
+        assert owner is not None, "the text's number has no owner"
+        while not _take_dead_letter(sqs, dead_letters, owner.user_id):
             assert time.monotonic() < deadline, "the failing text never reached the dead-letter queue"
             time.sleep(0.5)
     finally:
         stack.twilio.transient = []
 
 
-def _take_dead_letter(sqs: Any, queue_url: str, phone: str) -> bool:
-    """Receive the dead-lettered text from `phone`, if it is there, and delete it."""
-    for message in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
-        if phone in message["Body"]:
+def _take_dead_letter(sqs: Any, queue_url: str, user_id: str) -> bool:
+    """Receive the dead-lettered text queued for `user_id` (sealed: its group names the user, not
+    the number), if it is there, and delete it."""
+    messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["MessageGroupId"])
+    for message in messages.get("Messages", []):
+        if message["Attributes"]["MessageGroupId"] == user_id:
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
             return True
         sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)

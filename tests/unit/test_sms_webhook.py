@@ -20,7 +20,9 @@ from onboarding.config import DEFAULT_LIMITS
 from onboarding.persistence import Repositories
 from onboarding.sms.intake import LINK_REFUSED, LINKED, TEXT_ONLY, SmsIntake
 from onboarding.sms.queue import TurnQueue
+from onboarding.sms.sealing import read_queued
 from onboarding.sms.text_requests import SmsTurnRequest
+from tests.unit.conftest import TABLE
 
 TOKEN = "test-auth-token"  # noqa: S105 - a test value
 URL = "https://abc123.execute-api.us-east-1.amazonaws.com/v1/sms"
@@ -29,14 +31,18 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 @pytest.fixture
-def queued(sms_queue: str) -> Callable[[], list[SmsTurnRequest]]:
+def queued(sms_queue: str, dynamodb: Any) -> Callable[[], list[SmsTurnRequest]]:
+    """The texts queued since the last call, read as the worker reads them (opened with their key)."""
     sqs = boto3.client("sqs", region_name="us-east-1")
+    store = Repositories.over(dynamodb, TABLE, DEFAULT_LIMITS)
 
     def drain() -> list[SmsTurnRequest]:
         messages = sqs.receive_message(QueueUrl=sms_queue, MaxNumberOfMessages=10).get("Messages", [])
         for message in messages:  # as the worker's event source does, so the user's group moves on
             sqs.delete_message(QueueUrl=sms_queue, ReceiptHandle=message["ReceiptHandle"])
-        return [SmsTurnRequest.model_validate_json(m["Body"]) for m in messages]
+        opened = [read_queued(m["Body"], store) for m in messages]
+        assert None not in opened, "a queued text that its key does not open"
+        return [request for request in opened if request is not None]
 
     return drain
 

@@ -4,7 +4,7 @@
 translates every botocore failure, service or network, into `StoreError` and reads a cancelled
 transaction's reasons by the name of the item they belong to), and one repository per aggregate:
 `conversation` (reads), `turn_writes` (a turn's writes, with `client_records`), `phones` (with
-`link_requests`), `rate_limit`, `erasure`, `merging`.
+`link_requests`), `rate_limit`, `erasure`, `merging`, `text_keys` (the keys that seal queued texts).
 `Repositories` bundles them over one client.
 """
 
@@ -21,6 +21,7 @@ from onboarding.persistence.link_requests import LinkRequests
 from onboarding.persistence.merge_writes import PartitionMerger
 from onboarding.persistence.phones import PhoneDirectory
 from onboarding.persistence.rate_limit import RateLimiter
+from onboarding.persistence.text_keys import TextKeys
 from onboarding.persistence.turn_writes import TurnWriter
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ __all__ = [
     "PhoneDirectory",
     "RateLimiter",
     "Repositories",
+    "TextKeys",
     "TurnWriter",
 ]
 
@@ -49,6 +51,7 @@ class Repositories:
     erasure: Eraser
     merger: PartitionMerger
     link_requests: LinkRequests
+    text_keys: TextKeys
 
     @classmethod
     def over(
@@ -64,4 +67,5 @@ class Repositories:
             erasure=Eraser(client, table_name, limits, clock),
             merger=PartitionMerger(client, table_name, limits, clock),
             link_requests=LinkRequests(client, table_name, clock),
+            text_keys=TextKeys(client, table_name),
         )

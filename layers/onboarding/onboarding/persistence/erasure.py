@@ -16,6 +16,7 @@ from onboarding.persistence.keys import (
     LINK_POINTER_PREFIX,
     MESSAGE_PREFIX,
     RATE_PREFIX,
+    TEXT_KEY_PREFIX,
     erased_key,
     link_key,
     message_id_of,
@@ -41,7 +42,9 @@ class Eraser:
 
     def erase(self, user_id: str, merged_into: str | None = None) -> ErasureReport:
         """Delete everything stored for the user and report what was deleted: the whole partition
-        (messages, state, profile, summary, dedupe records, phone links, link-code pointers), the
+        (messages, state, profile, summary, dedupe records, phone links, link-code pointers, and
+        the key of their queued texts, so any text of theirs still queued or dead-lettered can no
+        longer be read: onboarding.persistence.text_keys), the
         PHONE# owner items that still name the user, and the link codes they made. The rate
         counters stay (counts only, gone within the hour): an erase must not reset the limit.
         An unknown user, or a second erase, deletes nothing and reports zeros.
@@ -92,7 +95,8 @@ class Eraser:
         def count(prefix: str) -> int:
             return sum(sk.startswith(prefix) for sk in sort_keys)
 
-        known = (MESSAGE_PREFIX, CLIENT_PREFIX, RATE_PREFIX, CONTACT_PREFIX, LINK_POINTER_PREFIX)
+        # The key of the queued texts is part of the texts, as a CONTACT# item is of a phone: not counted.
+        known = (MESSAGE_PREFIX, CLIENT_PREFIX, RATE_PREFIX, CONTACT_PREFIX, LINK_POINTER_PREFIX, TEXT_KEY_PREFIX)
         report = ErasureReport(
             messages=count(MESSAGE_PREFIX),
             state_items=sum(sk in HEAD_ITEMS for sk in sort_keys),

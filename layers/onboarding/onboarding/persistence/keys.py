@@ -4,6 +4,8 @@ Layout of a user's partition (`pk = USER#<user id>`), in sort-key order:
 
     CLIENT#<client message id>         which messages a client's (or Twilio's) message id produced
     CONTACT#<E.164 phone>              a phone number linked to this user (sorts before messages)
+    KEY#<user id>                      the key that seals that user's queued texts: their own, or
+                                       an SMS-only user's whose memory joined this one (a link)
     LIMIT#<window number>              how many messages the user sent in one rate-limit window
     LINKCODE#<code>                    a link code this user created (expires with it), so erase finds it
     MSG#<13-digit epoch ms>#<random>   one item per message (user, assistant or tool), immutable
@@ -18,6 +20,9 @@ Outside the user partitions:
     pk = LINK#<code>,   sk = ~LINK     a one-time code that links a phone to a user (expires)
     pk = ERASED#<user>, sk = ~ERASED   when the user was last erased (expires): a turn that began
                                        before it stores nothing (outside the partition it guards)
+    pk = LINKTRIES#<sha256 of E.164>,  the link codes a number texted in one fixed window, and how
+         sk = WINDOW#<window number>   many were wrong (expires when the window ends); outside every
+                                       user's data, so an erase does not reset a lockout
 
 Sort keys starting with `~` sort after every message, so ONE descending Query with
 `Limit = messages + len(HEAD_ITEMS)` returns the per-user head items and the newest messages
@@ -26,6 +31,7 @@ together. The random suffix makes two messages written in the same millisecond d
 
 import base64
 import binascii
+import hashlib
 import json
 import re
 import secrets
@@ -43,6 +49,7 @@ CONTACT_PREFIX = "CONTACT#"
 CLIENT_PREFIX = "CLIENT#"
 CLIENT_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 RATE_PREFIX = "LIMIT#"
+TEXT_KEY_PREFIX = "KEY#"
 PHONE_PREFIX = "PHONE#"
 PHONE_OWNER_SORT_KEY = "~OWNER"
 LINK_PREFIX = "LINK#"
@@ -50,6 +57,7 @@ LINK_SORT_KEY = "~LINK"
 LINK_POINTER_PREFIX = "LINKCODE#"
 ERASED_PREFIX = "ERASED#"
 ERASED_SORT_KEY = "~ERASED"
+LINK_TRIES_PREFIX = "LINKTRIES#"
 LINK_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: codes are typed on phones
 LINK_CODE_LENGTH = 10  # 31**10 ≈ 8e14 codes: guessing one inside its lifetime is hopeless
 
@@ -89,6 +97,11 @@ def contact_key(user_id: str, phone: str) -> Key:
     return user_key(user_id, f"{CONTACT_PREFIX}{phone}")
 
 
+def text_key(holder: str, made_for: str) -> Key:
+    """Where `holder`'s partition keeps the key that seals `made_for`'s queued texts."""
+    return user_key(holder, f"{TEXT_KEY_PREFIX}{made_for}")
+
+
 def phone_key(phone: str) -> Key:
     """The owner item's key of an E.164 number; InvalidPhoneError for anything else."""
     if not _E164.match(phone):
@@ -107,6 +120,15 @@ def erased_key(user_id: str) -> Key:
 
 def link_key(code: str) -> Key:
     return {"pk": {"S": f"{LINK_PREFIX}{code}"}, "sk": {"S": LINK_SORT_KEY}}
+
+
+def link_tries_key(phone: str, window: int) -> Key:
+    """The count of link codes `phone` texted in fixed window number `window`. Keyed by a hash of
+    the number so the key does not spell it out; a hash of a phone number is no secret (anyone
+    with a number can hash it), which is why the item holds counts only and expires with its window."""
+    phone_key(phone)  # an E.164 number, or InvalidPhoneError
+    digest = hashlib.sha256(phone.encode()).hexdigest()
+    return {"pk": {"S": f"{LINK_TRIES_PREFIX}{digest}"}, "sk": {"S": f"WINDOW#{window}"}}
 
 
 def new_link_code() -> str:

@@ -1,5 +1,6 @@
 """Owns the table side of joining an SMS-only user to an app user: reading the SMS partition,
-copying its messages and message-id records, and writing the merged state, profile and summary
+copying its messages, message-id records and the key of its queued texts (so a text queued before
+the link can still be read, and answered as the app user), and writing the merged state, profile and summary
 (the rules are `memory.merge_rules`; the steps are `onboarding.linking`).
 
 Every write into the app user's partition carries the erasure guard (`writing.erasure_guard`): an
@@ -34,6 +35,7 @@ from onboarding.persistence.keys import (
     PROFILE_SORT_KEY,
     STATE_SORT_KEY,
     SUMMARY_SORT_KEY,
+    TEXT_KEY_PREFIX,
     partition,
 )
 from onboarding.persistence.partitions import partition_items
@@ -58,7 +60,8 @@ _NOT_COPIED = ("lease", "lease_until_ms")
 class JoiningPartition:
     """What an SMS-only user has stored: the items to copy, their memory and their messages."""
 
-    copies: tuple[Item, ...]  # MSG# and CLIENT# items, as stored
+    # MSG# and CLIENT# items, and the key that seals the texts still queued (KEY#), as stored
+    copies: tuple[Item, ...]
     memory: Memory
     summary: ConversationSummary | None
     messages: tuple[Message, ...]  # oldest first
@@ -82,7 +85,9 @@ class PartitionMerger:
             m for sk, item in by_key.items() if sk.startswith(MESSAGE_PREFIX) if (m := parse_message(item, now))
         ]
         return JoiningPartition(
-            copies=tuple(item for sk, item in by_key.items() if sk.startswith((MESSAGE_PREFIX, CLIENT_PREFIX))),
+            copies=tuple(
+                item for sk, item in by_key.items() if sk.startswith((MESSAGE_PREFIX, CLIENT_PREFIX, TEXT_KEY_PREFIX))
+            ),
             memory=Memory(
                 state=(parse_state(state) if state else None) or OnboardingState(),
                 profile=(parse_profile(profile) if profile else None) or UserProfile(),

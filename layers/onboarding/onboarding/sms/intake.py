@@ -17,12 +17,15 @@ from onboarding.model.text import is_blank
 from onboarding.model.users import new_sms_user_id
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import normalize_link_code
+from onboarding.persistence.link_requests import LinkLockout
 from onboarding.recall.vectors import VectorIndex
 from onboarding.sms.queue import TurnQueue
 from onboarding.sms.text_requests import InboundSms, OptOut, SmsTurnRequest
 
 logger = Logger(child=True)
 
+# How often the owner of a text's number may change while the text is queued (a link moves it once).
+OWNER_CHANGES = 3
 _LINK_REQUEST = re.compile(r"^\s*LINK\s+(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 
 LINKED = "Linked! Texts from this phone now continue your conversation from the app."
@@ -34,6 +37,7 @@ LINK_CONFIRM = (
     "conversation. If that is not your account, ignore this and nothing changes."
 )
 LINK_LOCKED = "Too many wrong link codes from this phone. Try again in {minutes} minutes, with a new code from the app."
+LINK_BUSY = "I'm still checking other link codes from this phone. Send yours again in a minute."
 TEXT_ONLY = "I can only read text messages. Please type your answer."
 ERASE_KEYWORD, ERASE_CONFIRMATION = "DELETE MY DATA", "YES DELETE"
 ERASE_ASK = (
@@ -114,32 +118,55 @@ class SmsIntake:
             return erase_reply
         if is_blank(sms.body):
             return TEXT_ONLY
-        self._queue.send(
-            SmsTurnRequest(
-                message_id=sms.message_id,
-                user_id=owner.user_id,
-                from_phone=sms.from_phone,
-                to_phone=sms.to_phone,
-                text=sms.body,
-                received_at=datetime.now(UTC),
-            )
-        )
+        self._queue_turn(sms, owner)
         return None
+
+    def _queue_turn(self, sms: InboundSms, owner: PhoneOwner) -> None:
+        """Queue the text for its number's owner, sealed with the owner's key (made with their first
+        queued text). If the number was linked to another user meanwhile, the text goes to them; if
+        its user was erased meanwhile, it is answered as nobody (as the worker does: responder)."""
+        received_ms = int(self._clock() * 1000)
+        received_at = datetime.fromtimestamp(received_ms / 1000, UTC)
+        for _ in range(OWNER_CHANGES):
+            key = self._store.text_keys.for_queueing(sms.from_phone, owner.user_id, received_ms)
+            if key is not None:
+                request = SmsTurnRequest(
+                    message_id=sms.message_id,
+                    user_id=owner.user_id,
+                    from_phone=sms.from_phone,
+                    to_phone=sms.to_phone,
+                    text=sms.body,
+                    received_at=received_at,
+                )
+                self._queue.send(request, key)
+                return
+            now_owner = self._phones.find_owner(sms.from_phone)
+            if now_owner is None or now_owner.user_id == owner.user_id:
+                logger.info("Text received as its user was erased; not answered")
+                return
+            owner = now_owner
+        logger.warning("A text's number kept changing owners while it was queued; not answered")
 
     def _request_link(self, owner: PhoneOwner, code: str) -> str:
         """LINK <code>: nothing is linked yet. A valid code is kept on the phone, which is asked to
         reply YES (so a code alone cannot pull a phone's texts into an account: decision 0015). Every
         code is counted before it is checked, and a right one given back: past a few wrong ones in a
-        window the phone is locked out until the window ends, even texts sent at once."""
-        limit, requests = self._limits.link_failure_limit, self._store.link_requests
-        if (locked_s := requests.take_link_attempt(owner.phone, limit)) is not None:
+        window the phone is locked out until the window ends, even texts sent at once, and even
+        after an erase (the count is not the phone's owner item)."""
+        requests = self._store.link_requests
+        attempt = requests.take_link_attempt(owner.phone, self._limits.link_failure_limit)
+        if isinstance(attempt, LinkLockout):
+            if attempt.busy:
+                logger.info("Link code refused unread: other codes from this phone are still being checked")
+                return LINK_BUSY
             logger.info("Link code refused unread: too many wrong codes from this phone")
-            return LINK_LOCKED.format(minutes=max(1, -(-locked_s // 60)))
+            return LINK_LOCKED.format(minutes=max(1, -(-attempt.retry_after_s // 60)))
         window = self._limits.link_confirmation_window_s
-        if not requests.request_link(owner.phone, code, int(self._clock()) + window):
+        right = requests.request_link(owner.phone, code, int(self._clock()) + window)
+        requests.settle_link_attempt(attempt, right)
+        if not right:
             logger.info("Phone link refused: unknown, expired or used code")
             return LINK_REFUSED
-        requests.give_back_link_attempt(owner.phone, limit)
         logger.info("Link code accepted; waiting for the phone's YES")
         return LINK_CONFIRM.format(minutes=max(1, window // 60))
 

@@ -10,6 +10,7 @@ from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, 
 from onboarding.model.records import PhoneOwner
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
+from onboarding.sms.sealing import read_queued
 from onboarding.sms.sender import RecipientOptedOutError, SmsSender, UndeliverableError
 from onboarding.sms.split import split_message
 from onboarding.sms.text_requests import SmsTurnRequest
@@ -34,6 +35,12 @@ class SmsResponder:
         self._store = store
         self._sender = sender
         self._index = index
+
+    def read(self, body: str) -> SmsTurnRequest | None:
+        """The text a queue message holds; None when its user was erased since it was queued (its
+        key went with them, so it cannot be read: it is answered by nobody). QueuedTextError when
+        the message is not a text we queued."""
+        return read_queued(body, self._store)
 
     async def respond(self, request: SmsTurnRequest) -> int:
         """Answer one queued text; returns how many SMS parts were sent.
