@@ -27,7 +27,7 @@ from onboarding.agents.base import PromptPlan
 from onboarding.audit import Caller
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
-from onboarding.model.frozen import thaw
+from onboarding.model.immutable import thaw
 from onboarding.turn.orchestrator import PreparedTurn
 from onboarding.turn.service import TurnService
 

@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from onboarding.composition import build_indexer
 from onboarding.config import Settings
-from onboarding.persistence.stream import message_change
+from onboarding.persistence.changes import message_change
 from onboarding.recall.indexer import MessageIndexer
 
 logger = Logger()

@@ -34,9 +34,9 @@ from onboarding.composition import webhook_url as webhook_url_source
 from onboarding.config import Settings, WebhookSettings
 from onboarding.model.errors import StoreError
 from onboarding.redaction import RedactingFormatter
+from onboarding.sms.inbound import InboundSms, OptOut
 from onboarding.sms.intake import SmsIntake
 from onboarding.sms.queue import QueueError
-from onboarding.sms.text_requests import InboundSms, OptOut
 
 logger = Logger(logger_formatter=RedactingFormatter())
 

@@ -21,8 +21,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from onboarding.composition import build_worker
 from onboarding.config import Settings, WorkerSettings
 from onboarding.redaction import RedactingFormatter
+from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.responder import SmsResponder
-from onboarding.sms.text_requests import SmsTurnRequest
 from onboarding.snapstart import register_runtime_hooks
 
 logger = Logger(logger_formatter=RedactingFormatter())

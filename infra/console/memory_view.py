@@ -15,7 +15,7 @@ from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.llm.tool_texts import save_tool_name
 from onboarding.llm.working_copy import PROFILE_MIRROR
 from onboarding.model.answers import read_answer
-from onboarding.model.frozen import thaw
+from onboarding.model.immutable import thaw
 from onboarding.model.messages import Message
 from onboarding.model.profile import PROFILE_FIELDS
 from onboarding.model.state import ONBOARDING_ORDER

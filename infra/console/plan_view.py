@@ -16,7 +16,7 @@ from onboarding.llm.prompt_fitting import PromptSection
 from onboarding.memory.tokens import count_tokens
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, message_tokens, unsummarized, window_candidates
-from onboarding.model.frozen import thaw
+from onboarding.model.immutable import thaw
 from onboarding.model.messages import Message
 from onboarding.turn.orchestrator import PreparedTurn
 

@@ -33,8 +33,8 @@ from infra.local.stack import LocalStack
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import TEXT_KEY_PREFIX
+from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.sealing import NONCE_BYTES, SealedText, read_queued
-from onboarding.sms.text_requests import SmsTurnRequest
 from tests.support.deployed_flows import bearer, link, new_phone, new_user, operator_table, replies_to, text
 from tests.support.tcp_proxy import TcpProxy
 

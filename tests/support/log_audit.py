@@ -32,7 +32,7 @@ PHONE = re.compile(r"\+[1-9]\d{6,14}(?!\d)")
 TOKEN = re.compile(r"^[A-Za-z0-9_.:/#@\[\]-]{0,80}$")
 MIN_TEXT = 6  # shorter texts ("Hi", "yes") are ordinary words and would match anything
 MIN_LETTERS = 3  # a fuzzed text of digits and signs ("0: 153") is found in any count a test prints
-# pytest's own prefix of a captured log record ("INFO     onboarding-memory-test:api_errors.py:146 "):
+# pytest's own prefix of a captured log record ("INFO     onboarding-memory-test:errors.py:146 "):
 # the level, our logger's name, the file and line; nothing a user sent.
 CAPTURED_LOG_PREFIX = re.compile(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\S+:\S+\.py:\d+ ")
 POWERTOOLS_KEYS = {

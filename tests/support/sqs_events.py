@@ -4,7 +4,7 @@ import hashlib
 import uuid
 from typing import Any
 
-from onboarding.sms.text_requests import SmsTurnRequest
+from onboarding.sms.inbound import SmsTurnRequest
 
 
 def sqs_record(request: SmsTurnRequest | str, group: str | None = None, receive_count: int = 1) -> dict[str, Any]:

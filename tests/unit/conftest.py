@@ -13,7 +13,7 @@ from infra.local.template import table_create_request
 from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
 from onboarding.config import Settings
-from onboarding.llm.chat_model import build_chat_model
+from onboarding.llm.bedrock import build_chat_model
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.persistence import Repositories
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator

@@ -18,9 +18,9 @@ from infra.inspect_prompt import inspect
 from onboarding.account import AccountService
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
+from onboarding.sms.inbound import InboundSms
 from onboarding.sms.intake import SmsIntake
 from onboarding.sms.queue import TurnQueue
-from onboarding.sms.text_requests import InboundSms
 from onboarding.turn.service import TurnService
 from tests.unit.test_api import identity
 

@@ -7,7 +7,7 @@ import pytest
 
 from onboarding.composition import build_webhook, build_worker
 from onboarding.config import Settings, WebhookSettings, WorkerSettings
-from onboarding.llm.chat_model import OnDemandClient, build_chat_model
+from onboarding.llm.bedrock import OnDemandClient, build_chat_model
 from tests.unit.conftest import RECALL_INDEX_ARN
 
 SMS = {"SMS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/q.fifo", "IDEMPOTENCY_TABLE_NAME": "idem",

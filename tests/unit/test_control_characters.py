@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from infra.local.twilio_emulator import webhook_form
 from onboarding.model.text import normalized_text
 from onboarding.persistence import Repositories
-from onboarding.sms.text_requests import SmsTurnRequest
+from onboarding.sms.inbound import SmsTurnRequest
 from tests.unit import test_input_text as input_text
 from tests.unit.test_api import client, identity  # noqa: F401  (the API client fixture)
 from tests.unit.test_sms_webhook import PHONE, Handler, call, event, handler, queued  # noqa: F401

@@ -49,9 +49,9 @@ from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.persistence.codec import state_item
 from onboarding.persistence.keys import client_key, erased_key
+from onboarding.sms.inbound import InboundSms
 from onboarding.sms.intake import ERASE_NOT_ASKED, SmsIntake
 from onboarding.sms.queue import TurnQueue
-from onboarding.sms.text_requests import InboundSms
 from onboarding.turn.run import TurnTimedOutError
 from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock

@@ -19,8 +19,8 @@ from infra.local.lambda_runner import LocalLambdaContext
 from infra.local.template import table_create_request
 from infra.local.twilio_emulator import TwilioEmulator, webhook_form
 from onboarding.persistence import Repositories
+from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.sealing import read_queued
-from onboarding.sms.text_requests import SmsTurnRequest
 from tests.support.setting_effects import observes
 from tests.support.sqs_events import sqs_event, sqs_record
 

@@ -12,9 +12,9 @@ import pytest
 
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
+from onboarding.sms.inbound import InboundSms, SmsTurnRequest
 from onboarding.sms.intake import LINK_LOCKED, LINK_REFUSED, LINKED, SmsIntake
 from onboarding.sms.queue import TurnQueue
-from onboarding.sms.text_requests import InboundSms, SmsTurnRequest
 from tests.support.clock import FakeClock
 from tests.support.setting_effects import observes
 from tests.unit.conftest import TABLE

@@ -76,7 +76,7 @@ def test_our_own_literal_message_in_a_plain_log_line_is_not_reported() -> None:
 
 
 def test_pytests_prefix_of_a_captured_record_is_not_a_users_text_but_what_follows_is() -> None:
-    prefix = "INFO     onboarding-memory-test:api_errors.py:146 "
+    prefix = "INFO     onboarding-memory-test:errors.py:146 "
     assert plain_problems_in(prefix + "Rejected request", said=["memory-test:api"]) == []
     assert plain_problems_in(prefix + "user said my knee clicks", said=["my knee clicks"]) != []
 

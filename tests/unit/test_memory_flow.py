@@ -13,7 +13,7 @@ from infra.bench.fidelity_script import ANSWERS, QUESTIONS
 from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.config import Settings
 from onboarding.config.settings import PROMPT_INSTRUCTIONS_TOKENS, PROMPT_KEPT_VALUES, kept_prompt_tokens
-from onboarding.llm.chat_model import build_chat_model
+from onboarding.llm.bedrock import build_chat_model
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.llm.summarizer import Summarizer

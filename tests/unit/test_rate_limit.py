@@ -18,9 +18,9 @@ from onboarding.llm.resilience import CircuitBreaker
 from onboarding.model.errors import RateLimitedError, StoreError, TurnInProgressError
 from onboarding.model.messages import Message
 from onboarding.persistence import Repositories
+from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.responder import SLOW_DOWN, SmsResponder
 from onboarding.sms.sender import TwilioSender
-from onboarding.sms.text_requests import SmsTurnRequest
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock

@@ -22,7 +22,7 @@ from onboarding.memory.tokens import count_tokens
 from onboarding.model.messages import Message, Role
 from onboarding.model.records import ConversationSummary, TurnContext
 from onboarding.persistence import Repositories
-from onboarding.persistence.stream import MessageChange, message_change
+from onboarding.persistence.changes import MessageChange, message_change
 from onboarding.recall.indexing import embedded_text, metadata, recalled_message, vector_key
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService

@@ -11,9 +11,9 @@ from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.s3vectors import S3VectorsStandIn
 from onboarding.composition import build_indexer, build_recaller, build_turn_service
 from onboarding.config import Settings
-from onboarding.llm.embeddings import build_embeddings
 from onboarding.persistence import Repositories
-from onboarding.persistence.stream import MessageChange
+from onboarding.persistence.changes import MessageChange
+from onboarding.recall.embeddings import build_embeddings
 from onboarding.recall.indexing import vector_key
 from tests.support.setting_effects import observes
 from tests.unit.test_recall import index_stored, stored_earlier, turn

@@ -17,9 +17,9 @@ from onboarding.erasing import erase_memory
 from onboarding.model.records import PhoneOwner
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import TEXT_KEY_PREFIX, text_key
+from onboarding.sms.inbound import InboundSms, SmsTurnRequest
 from onboarding.sms.intake import SmsIntake
 from onboarding.sms.sealing import QueuedTextError, SealedText, read_queued
-from onboarding.sms.text_requests import InboundSms, SmsTurnRequest
 from tests.support.clock import FakeClock
 from tests.unit.conftest import TABLE
 from tests.unit.test_link_confirmation import intake_with

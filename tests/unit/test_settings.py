@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from onboarding.config import DEFAULT_MODEL_ID, BreakerPolicy, RateLimit, Settings, WebhookSettings, WorkerSettings
-from onboarding.llm.chat_model import bedrock_client_config, build_chat_model
+from onboarding.llm.bedrock import bedrock_client_config, build_chat_model
 
 from .conftest import TABLE
 

@@ -18,10 +18,10 @@ from infra.local.lambda_runner import LocalLambdaContext
 from infra.local.twilio_emulator import webhook_form
 from onboarding.config import DEFAULT_LIMITS
 from onboarding.persistence import Repositories
+from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.intake import LINK_REFUSED, LINKED, TEXT_ONLY, SmsIntake
 from onboarding.sms.queue import TurnQueue
 from onboarding.sms.sealing import read_queued
-from onboarding.sms.text_requests import SmsTurnRequest
 from tests.unit.conftest import TABLE
 
 TOKEN = "test-auth-token"  # noqa: S105 - a test value

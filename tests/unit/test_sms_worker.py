@@ -14,10 +14,10 @@ from infra.local.bedrock_emulator.recorded import Fault
 from infra.local.lambda_runner import LocalLambdaContext
 from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.persistence import Repositories
+from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.responder import MODEL_APOLOGY, TOO_LONG, SmsResponder
 from onboarding.sms.sender import SendError, TwilioSender
 from onboarding.sms.split import split_message
-from onboarding.sms.text_requests import SmsTurnRequest
 from onboarding.turn.service import TurnService
 from tests.support.sqs_events import sqs_event, sqs_record
 

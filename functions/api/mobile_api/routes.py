@@ -3,7 +3,7 @@ streaming (built from the settings in app.py; tests pass their own services).
 
 Thin by design: it reads the verified user from the request context API Gateway attached, maps
 HTTP to `TurnService` (turns) and `AccountService` (history, phones, erase), and maps results and
-errors back to HTTP through one table (`api_errors.py`). `POST /chat` streams the coach's reply as
+errors back to HTTP through one table (`errors.py`). `POST /chat` streams the coach's reply as
 Server-Sent Events (`sse.py`) to clients that accept `text/event-stream`, and answers one JSON body
 to everyone else. See docs/decisions/0006-streaming-with-lambda-web-adapter.md.
 """
@@ -22,8 +22,9 @@ from onboarding.audit import Caller
 from onboarding.snapstart import Primer
 from onboarding.turn.service import TurnService
 
-from .api_errors import HANDLED, ApiError, ApiFailure, failure_of, failure_response, install_error_handlers, log_failure
-from .api_schemas import (
+from .errors import HANDLED, ApiError, ApiFailure, failure_of, failure_response, install_error_handlers, log_failure
+from .log import logger
+from .schemas import (
     ERRORS,
     SSE_DESCRIPTION,
     ChatReply,
@@ -36,7 +37,6 @@ from .api_schemas import (
     PhoneLink,
     PhonesResponse,
 )
-from .log import logger
 from .snapstart_hooks import install_snapstart_hooks
 from .sse import accepts_event_stream, stream_events
 

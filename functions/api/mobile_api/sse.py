@@ -11,7 +11,7 @@ from fastapi.sse import format_sse_event
 
 from onboarding.turn.run import Turn
 
-from .api_errors import HANDLED, INTERNAL_ERROR, failure_of, log_failure
+from .errors import HANDLED, INTERNAL_ERROR, failure_of, log_failure
 from .log import logger
 
 

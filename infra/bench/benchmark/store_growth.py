@@ -46,7 +46,7 @@ from infra.local.stack_resources import LOCAL_AWS_ENVIRONMENT
 from infra.local.template import table_create_request
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
-from onboarding.llm.chat_model import build_chat_model
+from onboarding.llm.bedrock import build_chat_model
 from onboarding.model.messages import Message
 from onboarding.persistence.codec import message_item
 from onboarding.persistence.writing import MessageStamper

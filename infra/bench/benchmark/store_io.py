@@ -15,7 +15,7 @@ from infra.bench.benchmark.stats import percentile
 from infra.local.streams import on_stream_poller
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
-from onboarding.llm.chat_model import build_chat_model
+from onboarding.llm.bedrock import build_chat_model
 from onboarding.persistence.capacity import READS
 from onboarding.persistence.keys import MESSAGE_PREFIX, USER_PREFIX
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator

@@ -33,7 +33,7 @@ from infra.local.stack import LocalStack
 from infra.local.stack_environment import temporary_environment
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
-from onboarding.llm.chat_model import build_chat_model
+from onboarding.llm.bedrock import build_chat_model
 from onboarding.persistence.keys import HEAD_ITEMS, USER_PREFIX
 
 MESSAGE = "I walk my dog every day and swim on Sundays"

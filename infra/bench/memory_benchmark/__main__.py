@@ -38,7 +38,7 @@ from infra.local.stack import LocalStack
 from infra.local.terminal import Progress, logs_to
 from onboarding import telemetry
 from onboarding.config import DEFAULT_MODEL_ID, Settings
-from onboarding.llm.chat_model import build_chat_model
+from onboarding.llm.bedrock import build_chat_model
 from onboarding.memory.tokens import count_tokens
 
 TOKEN_BUDGET = 12_000

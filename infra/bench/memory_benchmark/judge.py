@@ -4,7 +4,7 @@ The prompt follows the one LoCoMo results are usually judged with (Mem0's evalua
 gold answer, generated answer; generous on wording, strict on the fact; the label as JSON). An
 abstention question (nothing in the conversation answers it) is CORRECT only when the coach says
 it does not know or was never told. The model comes from the project's one builder
-(onboarding.llm.chat_model), with the judge's model id and temperature 0.
+(onboarding.llm.bedrock), with the judge's model id and temperature 0.
 
 A verdict that names neither label, or both, is "unparseable": it counts as wrong and is reported.
 A judge call that fails (after the builder's retries) is "failed": also wrong, also reported, and
@@ -51,7 +51,7 @@ def judge_settings(settings: Settings, model_id: str) -> Settings:
 
 
 class LlmJudge:
-    """Judges one answer per call with `model` (built by onboarding.llm.chat_model.build_chat_model)."""
+    """Judges one answer per call with `model` (built by onboarding.llm.bedrock.build_chat_model)."""
 
     def __init__(self, model: BaseChatModel) -> None:
         self.model = model

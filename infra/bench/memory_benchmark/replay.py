@@ -29,7 +29,7 @@ from infra.local.stack import LocalStack
 from infra.local.twilio_emulator import post_signed_text
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
-from onboarding.llm.chat_model import build_chat_model
+from onboarding.llm.bedrock import build_chat_model
 from onboarding.llm.summarizer import Summarizer
 from onboarding.persistence import Repositories
 from onboarding.turn.service import TurnService

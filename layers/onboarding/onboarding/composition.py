@@ -58,7 +58,7 @@ def build_vector_index(settings: Settings, hot_path: bool = False) -> VectorInde
     it only for an erase by text, and its cold start does not build it (decision 0016)."""
     if not settings.recall_index_arn:
         return None
-    from onboarding.llm.embeddings import embeddings_client_config
+    from onboarding.recall.embeddings import embeddings_client_config
 
     def connect() -> Any:
         config = embeddings_client_config(settings, hot_path)
@@ -74,7 +74,7 @@ def build_recaller(settings: Settings) -> "Recaller | None":
     index = build_vector_index(settings, hot_path=True)
     if index is None:
         return None
-    from onboarding.llm.embeddings import build_embeddings
+    from onboarding.recall.embeddings import build_embeddings
     from onboarding.recall.recaller import Recaller
 
     return Recaller(build_embeddings(settings, hot_path=True), index, settings.recall)
@@ -85,7 +85,7 @@ def build_indexer(settings: Settings) -> "MessageIndexer":
     index = build_vector_index(settings)
     if index is None:
         raise ValueError("RECALL_INDEX_ARN is not set: the indexer has no index to keep")
-    from onboarding.llm.embeddings import build_embeddings
+    from onboarding.recall.embeddings import build_embeddings
     from onboarding.recall.indexer import MessageIndexer
 
     store = build_repositories(settings)
@@ -95,7 +95,7 @@ def build_indexer(settings: Settings) -> "MessageIndexer":
 def build_orchestrator(
     settings: Settings, store: Repositories, llm: "BaseChatModel | None" = None
 ) -> "OnboardingAgentOrchestrator":
-    from onboarding.llm.chat_model import build_chat_model
+    from onboarding.llm.bedrock import build_chat_model
     from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 
     return OnboardingAgentOrchestrator(store.conversations, llm or build_chat_model(settings), settings)
@@ -143,7 +143,7 @@ def build_turn_service(
     recaller: "Recaller | None" = None,
 ) -> "TurnService":
     """`recaller`: None builds one from the settings (none when they name no recall index)."""
-    from onboarding.llm.chat_model import build_chat_model
+    from onboarding.llm.bedrock import build_chat_model
     from onboarding.llm.resilience import CircuitBreaker
     from onboarding.llm.summarizer import Summarizer
     from onboarding.turn.service import TurnService
@@ -184,7 +184,7 @@ class ModelParts(NamedTuple):
 def _model_parts(settings: Settings, also: Callable[[], None] | None = None) -> ModelParts:
     """The table's client and repositories, the model, recall, and a SnapStart primer over the very
     clients they use."""
-    from onboarding.llm.chat_model import build_chat_model
+    from onboarding.llm.bedrock import build_chat_model
     from onboarding.snapstart import Primer
 
     client = _table_client(settings)

@@ -6,7 +6,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator
 
 from onboarding.model.answers import AnswerSource
-from onboarding.model.frozen import FrozenHistory, FrozenMapping
+from onboarding.model.immutable import FrozenHistory, FrozenMapping
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
 from onboarding.model.state import OnboardingAgentType, OnboardingState, WaitingFor

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from onboarding.model.frozen import thaw
+from onboarding.model.immutable import thaw
 from onboarding.model.messages import Message, ToolCall
 from onboarding.model.text import is_blank
 

@@ -18,7 +18,7 @@ from typing import Any
 from onboarding.config import Limits
 from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.model.answers import Answer, AnswerSource, read_answer, step_answers
-from onboarding.model.frozen import thaw
+from onboarding.model.immutable import thaw
 from onboarding.model.profile import PROFILE_FIELDS, FactKind, UserProfile
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState, WaitingFor, next_step
 from onboarding.model.text import is_blank

@@ -19,7 +19,7 @@ from typing import Any
 
 from onboarding.memory.transcript import cap_summary, transcript_lines
 from onboarding.model.answers import is_answered, read_answer
-from onboarding.model.frozen import thaw
+from onboarding.model.immutable import thaw
 from onboarding.model.messages import Message
 from onboarding.model.profile import PROFILE_FIELDS, UserProfile
 from onboarding.model.records import ConversationSummary

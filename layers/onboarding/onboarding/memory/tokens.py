@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from onboarding.model.frozen import thaw
+from onboarding.model.immutable import thaw
 
 ASCII_CHARS_PER_TOKEN = 3
 MESSAGE_OVERHEAD_TOKENS = 4

@@ -1,4 +1,4 @@
-"""Owns every domain exception: what handlers map to responses (see functions/api/mobile_api/api_errors.py)."""
+"""Owns every domain exception: what handlers map to responses (see functions/api/mobile_api/errors.py)."""
 
 
 class StoreError(Exception):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from onboarding.model.frozen import deep_freeze, thaw
+from onboarding.model.immutable import deep_freeze, thaw
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool")

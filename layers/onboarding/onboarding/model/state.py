@@ -5,7 +5,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from onboarding.model.frozen import FrozenMapping
+from onboarding.model.immutable import FrozenMapping
 
 
 class OnboardingAgentType(StrEnum):

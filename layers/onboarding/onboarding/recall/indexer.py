@@ -11,7 +11,7 @@ from typing import Literal, Protocol
 
 from onboarding.config import RecallPolicy
 from onboarding.model.messages import Message
-from onboarding.persistence.stream import MessageChange
+from onboarding.persistence.changes import MessageChange
 from onboarding.recall.indexing import embedded_text, is_indexed
 from onboarding.recall.recaller import Embedder
 from onboarding.recall.vectors import IndexEntry, VectorIndex

@@ -24,7 +24,7 @@ logger = Logger(child=True)
 
 
 class Embedder(Protocol):
-    """What embeds text: LangChain's `Embeddings` (BedrockEmbeddings, onboarding.llm.embeddings)."""
+    """What embeds text: LangChain's `Embeddings` (BedrockEmbeddings, onboarding.recall.embeddings)."""
 
     def embed_query(self, text: str) -> list[float]: ...
 

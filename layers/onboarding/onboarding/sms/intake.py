@@ -19,8 +19,8 @@ from onboarding.persistence import Repositories
 from onboarding.persistence.keys import normalize_link_code
 from onboarding.persistence.link_requests import LinkLockout
 from onboarding.recall.vectors import VectorIndex
+from onboarding.sms.inbound import InboundSms, OptOut, SmsTurnRequest
 from onboarding.sms.queue import TurnQueue
-from onboarding.sms.text_requests import InboundSms, OptOut, SmsTurnRequest
 
 logger = Logger(child=True)
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from onboarding.persistence.text_keys import TextKey
+from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.sealing import seal
-from onboarding.sms.text_requests import SmsTurnRequest
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

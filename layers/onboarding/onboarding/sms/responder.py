@@ -10,10 +10,10 @@ from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, 
 from onboarding.model.records import PhoneOwner
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
+from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.sealing import read_queued
 from onboarding.sms.sender import RecipientOptedOutError, SmsSender, UndeliverableError
 from onboarding.sms.split import split_message
-from onboarding.sms.text_requests import SmsTurnRequest
 from onboarding.turn.service import TurnService
 
 logger = Logger(child=True)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from onboarding.persistence import Repositories
 from onboarding.persistence.text_keys import TextKey
-from onboarding.sms.text_requests import SmsTurnRequest
+from onboarding.sms.inbound import SmsTurnRequest
 
 NONCE_BYTES = 12  # GCM's 96-bit nonce
 # How many times a key is followed to the user a merged user's memory joined (a link moves it once).
