@@ -10,7 +10,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-import onboarding.persistence.partitions as partitions_module
+import onboarding.persistence.calls as partitions_module
 from functions.api.mobile_api.routes import create_app
 from onboarding.account import AccountService
 from onboarding.config import RateLimit, Settings
@@ -189,7 +189,7 @@ def test_unprocessed_items_are_resent_after_a_backoff(
     for n in range(30):
         store.writes.append_message("erased", "user", f"message {n}")
     delays: list[float] = []
-    monkeypatch.setattr("onboarding.persistence.partitions.time.sleep", delays.append)
+    monkeypatch.setattr("onboarding.persistence.calls.time.sleep", delays.append)
     real_batch = dynamodb.batch_write_item
     throttled = itertools.count()
 
@@ -213,7 +213,7 @@ def test_items_left_unprocessed_every_time_end_in_a_store_error(
 ) -> None:
     store.writes.append_message("erased", "user", "hello")
     delays: list[float] = []
-    monkeypatch.setattr("onboarding.persistence.partitions.time.sleep", delays.append)
+    monkeypatch.setattr("onboarding.persistence.calls.time.sleep", delays.append)
     calls = itertools.count(1)
 
     def never_processed(**request: Any) -> Any:

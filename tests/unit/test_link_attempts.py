@@ -17,7 +17,7 @@ from onboarding.config import RateLimit, Settings
 from onboarding.erasing import erase_memory
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import LINK_TRIES_PREFIX, link_tries_key
-from onboarding.persistence.link_requests import BUSY_RETRY_S, PENDING_WAITS_S, LinkAttempt, LinkLockout, LinkRequests
+from onboarding.persistence.phones import BUSY_RETRY_S, PENDING_WAITS_S, LinkAttempt, LinkLockout, LinkRequests
 from onboarding.sms.intake import LINK_BUSY, LINK_LOCKED, LINK_REFUSED, SmsIntake
 from onboarding.sms.queue import TurnQueue
 from tests.support.clock import FakeClock

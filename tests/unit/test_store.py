@@ -173,7 +173,7 @@ def test_repeated_collisions_end_in_a_clear_error(
         drawn.append(created_ms)
         return original.message_id
 
-    monkeypatch.setattr("onboarding.persistence.writing.new_message_id", the_original_id)
+    monkeypatch.setattr("onboarding.persistence.writes.new_message_id", the_original_id)
     with pytest.raises(StoreError, match="free key"):
         store.writes.append_message("u1", "user", "would overwrite")
     assert len(drawn) == settings.write_attempts  # bounded: a fresh key per attempt, then it gives up

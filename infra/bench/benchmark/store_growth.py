@@ -49,7 +49,7 @@ from onboarding.config import Settings
 from onboarding.llm.bedrock import build_chat_model
 from onboarding.model.messages import Message
 from onboarding.persistence.codec import message_item
-from onboarding.persistence.writing import MessageStamper
+from onboarding.persistence.writes import MessageStamper
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 
 TABLE = "onboarding-memory-growth"

@@ -15,14 +15,12 @@ from typing import TYPE_CHECKING
 
 from onboarding.config import Limits
 from onboarding.persistence.capacity import count_capacity, to_the_running_turn
-from onboarding.persistence.erasure import Eraser
-from onboarding.persistence.link_requests import LinkRequests
+from onboarding.persistence.erasure import Eraser, TextKeys
 from onboarding.persistence.merging import PartitionMerger
-from onboarding.persistence.phones import PhoneDirectory
+from onboarding.persistence.phones import LinkRequests, PhoneDirectory
 from onboarding.persistence.rate_limit import RateLimiter
 from onboarding.persistence.reads import ConversationRepository
-from onboarding.persistence.text_keys import TextKeys
-from onboarding.persistence.turn_writes import TurnWriter
+from onboarding.persistence.writes import TurnWriter
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

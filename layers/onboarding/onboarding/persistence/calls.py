@@ -1,5 +1,5 @@
-"""Owns talking to DynamoDB safely: every failure becomes the store's, and a cancelled transaction's
-reasons are read by the item they belong to.
+"""Owns talking to DynamoDB safely: every failure becomes the store's, a cancelled transaction's
+reasons are read by the item they belong to, and whole partitions are read and written in batches.
 
 botocore raises two families: `ClientError` (the service answered: a failed condition, throttling
 after botocore's retries, a missing table) and `BotoCoreError` (no answer: connection refused,
@@ -7,19 +7,26 @@ connect or read timeout, a closed connection). Both are store failures to the re
 A failed condition is not a failure but an answer, so it gets exceptions of its own, which the
 repositories handle. Transaction items are added by name; a cancellation says which names failed,
 so adding an item never shifts what another reason means.
+
+botocore retries a failed request, but not the UnprocessedItems of a successful BatchWriteItem,
+so they are resent here, with botocore's full-jitter exponential backoff.
 """
 
+import secrets
+import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from onboarding.model.errors import StoreError
+from onboarding.persistence.keys import partition
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
 
 T = TypeVar("T")
 
@@ -117,3 +124,106 @@ def with_fresh_keys(attempts: int, what: str, attempt: Callable[[], T]) -> T:
         except KeyCollision:
             continue
     raise StoreError(f"could not find a free key for {what}")
+
+
+BATCH_WRITE_ITEMS = 25  # BatchWriteItem's limit per request (DynamoDB's, not ours to tune)
+_BATCH_BACKOFF_BASE_S = 0.05
+
+
+_BATCH_BACKOFF_MAX_S = 2.0
+_JITTER = secrets.SystemRandom()  # for spreading retries, not for secrets; avoids the global RNG
+
+
+Item = dict[str, Any]
+
+
+def partition_items(
+    client: "DynamoDBClient", table: str, user_id: str, what: str, keys_only: bool = False
+) -> list[Item]:
+    """Every item of the user's partition (or only its keys), all pages, read consistently: an
+    item written just before must not be missed."""
+    request: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": "pk = :pk",
+        "ExpressionAttributeValues": {":pk": partition(user_id)},
+        "ConsistentRead": True,
+    }
+    if keys_only:
+        request["ProjectionExpression"] = "pk, sk"
+    items: list[Item] = []
+    while True:
+        with store_call(what):
+            page = client.query(**request)
+        items.extend(page.get("Items", []))
+        if not (start_key := page.get("LastEvaluatedKey")):
+            return items
+        request["ExclusiveStartKey"] = start_key
+
+
+def batch_write(
+    client: "DynamoDBClient", table: str, requests: Sequence[Mapping[str, Any]], attempts: int, what: str
+) -> None:
+    """Send `requests` (`{"PutRequest": ...}` or `{"DeleteRequest": ...}`), 25 to a request,
+    resending what DynamoDB left unprocessed (it does so when throttled) after a backoff; gives
+    up with StoreError after `attempts` tries of a batch."""
+    for start in range(0, len(requests), BATCH_WRITE_ITEMS):
+        pending: Mapping[str, Any] = {table: list(requests[start : start + BATCH_WRITE_ITEMS])}
+        for attempt in range(attempts):
+            if attempt:
+                # botocore's standard mode: a random delay up to base * 2^attempt, capped.
+                time.sleep(_JITTER.random() * min(_BATCH_BACKOFF_BASE_S * 2**attempt, _BATCH_BACKOFF_MAX_S))
+            with store_call(what):
+                pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+            if not pending:
+                break
+        else:
+            raise StoreError(f"{what}: the table kept leaving some items unprocessed")
+
+
+_CONFLICT_BACKOFF_S = (0.01, 0.05)  # between tries of a transaction another transaction collided with
+
+
+def versioned_put(item: Mapping[str, Any], read_version: int) -> dict[str, Any]:
+    """A Put of `item` (which carries version `read_version + 1`) that holds only if the stored
+    item is still at `read_version` (0: there was none, or one written before versions)."""
+    if read_version == 0:
+        return {"Item": dict(item), "ConditionExpression": "attribute_not_exists(version)"}
+    return {
+        "Item": dict(item),
+        "ConditionExpression": "version = :read",
+        "ExpressionAttributeValues": {":read": {"N": str(read_version)}},
+    }
+
+
+def stored_as_written(client: "DynamoDBClient", table: str, item: Mapping[str, Any]) -> bool:
+    """True when the item at `item`'s key is exactly `item`: our own write landed before."""
+    key = {"pk": item["pk"], "sk": item["sk"]}
+    with store_call("could not read back a write"):
+        stored = client.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+    return stored == dict(item)
+
+
+def run_once(client: "DynamoDBClient", transaction: Transaction, what: str, probe: str) -> None:
+    """Run `transaction`, one of whose Puts, named `probe`, writes a new key. If it is cancelled
+    because that key is taken and the stored item is exactly ours, our own earlier try landed (its
+    answer was lost): that is success, and nothing is written twice. The same holds when no try got
+    an answer at all: the store looks before it reports a failure. Any other cancellation is raised
+    for the caller to read (after a short pause when it was only a conflict with another
+    transaction, which wrote nothing)."""
+    try:
+        transaction.run(client, what)
+    except TransactionCancelled as cancelled:
+        if probe in cancelled.failed and stored_as_written(client, transaction.table, transaction.put_of(probe)):
+            return
+        if cancelled.conflicted and not cancelled.failed:
+            time.sleep(_JITTER.uniform(*_CONFLICT_BACKOFF_S))
+        raise
+    except StoreError:
+        # No answer at all (every try's answer lost, or a 500 after it landed): the outcome is
+        # unknown, so look. If that read fails too, the write is reported as failed.
+        try:
+            landed = stored_as_written(client, transaction.table, transaction.put_of(probe))
+        except StoreError:
+            landed = False
+        if not landed:
+            raise

@@ -18,11 +18,12 @@ from onboarding.model.messages import Message
 from onboarding.model.records import ClaimedTurn
 from onboarding.persistence.calls import ConditionFailed, Transaction, TransactionCancelled, store_call
 from onboarding.persistence.codec import parse_message
+from onboarding.persistence.erasure import erasure_guard
 from onboarding.persistence.keys import client_key, message_sort_key, user_key
-from onboarding.persistence.writing import erasure_guard
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
 
 logger = Logger(child=True)
 

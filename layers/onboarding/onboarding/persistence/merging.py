@@ -18,7 +18,7 @@ from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
 from onboarding.model.records import ConversationSummary, Memory
 from onboarding.model.state import OnboardingState
-from onboarding.persistence.calls import Transaction, TransactionCancelled
+from onboarding.persistence.calls import Transaction, TransactionCancelled, partition_items, versioned_put
 from onboarding.persistence.codec import (
     parse_message,
     parse_profile,
@@ -29,6 +29,7 @@ from onboarding.persistence.codec import (
     summary_item,
     version_of,
 )
+from onboarding.persistence.erasure import ERASED_CHECK, erasure_guard
 from onboarding.persistence.keys import (
     CLIENT_PREFIX,
     MESSAGE_PREFIX,
@@ -38,11 +39,10 @@ from onboarding.persistence.keys import (
     TEXT_KEY_PREFIX,
     partition,
 )
-from onboarding.persistence.partitions import partition_items
-from onboarding.persistence.writing import ERASED_CHECK, erasure_guard, versioned_put
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
 
 Item = dict[str, Any]
 

@@ -17,7 +17,7 @@ from onboarding.model.text import is_blank
 from onboarding.model.users import new_sms_user_id
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import normalize_link_code
-from onboarding.persistence.link_requests import LinkLockout
+from onboarding.persistence.phones import LinkLockout
 from onboarding.recall.vectors import VectorIndex
 from onboarding.sms.inbound import InboundSms, OptOut, SmsTurnRequest
 from onboarding.sms.queue import TurnQueue

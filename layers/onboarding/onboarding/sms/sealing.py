@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from onboarding.persistence import Repositories
-from onboarding.persistence.text_keys import TextKey
+from onboarding.persistence.erasure import TextKey
 from onboarding.sms.inbound import SmsTurnRequest
 
 NONCE_BYTES = 12  # GCM's 96-bit nonce

@@ -1,14 +1,24 @@
-"""Owns a turn's writes: the user's message (once per client message id, counted by the rate
-limit), the reply with its tool exchanges and the versioned state and profile in one transaction,
-the delivery mark, and the summary's conditional write.
+"""Owns the writes into a user's partition: the user's message (once per client message id, counted
+by the rate limit), the reply with its tool exchanges and the versioned state and profile in one
+transaction, the delivery mark, and the summary's conditional write; and what every such write
+shares: message ids that keep their order, the erasure guard, versioned puts, and recognising our
+own write when its answer was lost.
 
 Every message write is conditional on its key being new, so nothing is ever overwritten silently;
-every write is guarded against an erase that happened after the turn began (`writing`).
+every write is guarded against an erase that happened after the turn began (`erasure_guard`).
+
+A write whose response is lost (a dropped connection, a read timeout) is retried by botocore.
+On DynamoDB the retried transaction carries the same `ClientRequestToken` and is answered as if it
+ran once; a server that ignores the token (or a retry after its 10 minutes) answers that the new
+keys are taken. So a taken key is first checked: if the stored item is exactly the one we wrote,
+the write landed, and it is not written again under fresh keys.
 """
 
 import secrets
+import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
@@ -25,18 +35,45 @@ from onboarding.persistence.calls import (
     KeyCollision,
     Transaction,
     TransactionCancelled,
+    run_once,
+    versioned_put,
     with_fresh_keys,
 )
 from onboarding.persistence.client_records import CLAIM_ITEM, ClientRecords
 from onboarding.persistence.codec import message_item, profile_item, state_item, summary_item
-from onboarding.persistence.keys import CLIENT_ID_PATTERN, client_key
+from onboarding.persistence.erasure import ERASED_CHECK, erasure_guard
+from onboarding.persistence.keys import CLIENT_ID_PATTERN, client_key, new_message_id
 from onboarding.persistence.rate_limit import RATE_ITEM, RateLimiter
-from onboarding.persistence.writing import ERASED_CHECK, MessageStamper, erasure_guard, run_once, versioned_put
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+
 logger = Logger(child=True)
+
+
+class MessageStamper:
+    """Gives drafts an id and a time. Within one process the millisecond part is strictly
+    increasing (a burst moves it forward by 1 ms a message), so messages written one after
+    another keep their order; the id's random part keeps two processes' messages apart."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._last_ms = 0
+        self._lock = threading.Lock()
+
+    def stamp(self, draft: Message) -> Message:
+        with self._lock:
+            self._last_ms = created_ms = max(int(self._clock() * 1000), self._last_ms + 1)
+        return Message(
+            role=draft.role,
+            content=draft.content,
+            message_id=new_message_id(created_ms),
+            created_at=datetime.fromtimestamp(created_ms / 1000, UTC),
+            tool_calls=draft.tool_calls,
+            tool_call_id=draft.tool_call_id,
+        )
+
 
 REPLY_MARK_ITEM, STATE_ITEM, PROFILE_ITEM, SUMMARY_ITEM = (
     "reply-mark",
