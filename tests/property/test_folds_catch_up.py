@@ -18,8 +18,8 @@ from onboarding.config import Limits
 from onboarding.memory.conversations import conversation_start
 from onboarding.memory.fold_rules import fold_batch, fold_reach, read_reached_summary
 from onboarding.memory.transcript import transcript_lines
+from onboarding.model.history import ConversationSummary, TurnContext
 from onboarding.model.messages import Message
-from onboarding.model.records import ConversationSummary, TurnContext
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 
 from .test_memory_rules import START, _at, _limits, _NoReads, _view, conversations

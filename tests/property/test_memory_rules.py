@@ -26,8 +26,8 @@ from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, fit_window, message_tokens, units_of, window_candidates
 from onboarding.model.errors import MessageOverBudgetError
+from onboarding.model.history import ConversationSummary, TurnContext
 from onboarding.model.messages import Message, ToolCall
-from onboarding.model.records import ConversationSummary, TurnContext
 from onboarding.model.text import is_blank
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 

@@ -11,9 +11,9 @@ from onboarding.llm.step_texts import STEP_PROMPTS
 from onboarding.memory.merge_rules import merge_profile, merge_state, merge_summaries
 from onboarding.memory.transcript import transcript_lines
 from onboarding.model.answers import Answer, PreviousValue, read_answer, same_value
+from onboarding.model.history import ConversationSummary
 from onboarding.model.messages import Message
 from onboarding.model.profile import PROFILE_FIELDS, UserProfile
-from onboarding.model.records import ConversationSummary
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingState
 
 pytestmark = pytest.mark.property

@@ -6,9 +6,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from onboarding.model.history import CommittedTurn, TurnCommit
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
-from onboarding.model.records import CommittedTurn, TurnCommit
 from onboarding.model.state import OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.persistence.codec import profile_item, state_item

@@ -21,7 +21,7 @@ from onboarding.config import Settings
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.model.errors import MessageOverBudgetError
-from onboarding.model.records import TurnContext
+from onboarding.model.history import TurnContext
 from onboarding.persistence import Repositories
 from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.responder import TOO_LONG, SmsResponder

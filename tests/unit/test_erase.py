@@ -15,10 +15,11 @@ from functions.api.mobile_api.routes import create_app
 from onboarding.account import AccountService
 from onboarding.config import RateLimit, Settings
 from onboarding.model.errors import RateLimitedError, StoreError, UserErasedError
+from onboarding.model.history import ConversationSummary
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
-from onboarding.model.records import ConversationSummary, ErasureReport
 from onboarding.model.state import OnboardingAgentType, OnboardingState
+from onboarding.model.users import ErasureReport
 from onboarding.persistence import Repositories
 from onboarding.turn.service import TurnService
 from tests.support.seed import commit

@@ -42,9 +42,9 @@ from onboarding.model.errors import (
     StoreError,
     TurnInProgressError,
 )
+from onboarding.model.history import TurnContext
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
-from onboarding.model.records import TurnContext
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.persistence.codec import state_item

@@ -21,8 +21,8 @@ from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.model.answers import answer_value
 from onboarding.model.errors import MessageOverBudgetError
+from onboarding.model.history import ConversationSummary
 from onboarding.model.profile import UserProfile
-from onboarding.model.records import ConversationSummary
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator

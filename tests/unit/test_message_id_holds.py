@@ -12,8 +12,8 @@ from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.config import RateLimit, Settings
 from onboarding.model.errors import ModelUnavailableError, RateLimitedError, StoreError, TurnInProgressError
+from onboarding.model.history import TurnCommit
 from onboarding.model.messages import Message
-from onboarding.model.records import TurnCommit
 from onboarding.persistence import Repositories
 from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock

@@ -9,7 +9,7 @@ from langchain_core.language_models import BaseChatModel
 
 from onboarding.agents import DietPlanningAgent, FitnessAssessmentAgent
 from onboarding.config import DEFAULT_LIMITS, Limits, Settings
-from onboarding.model.records import TurnContext
+from onboarding.model.history import TurnContext
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator

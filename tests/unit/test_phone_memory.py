@@ -14,9 +14,9 @@ from functions.sms_webhook.app import make_handler
 from infra.local.twilio_emulator import TwilioEmulator, webhook_form
 from onboarding.config import Settings
 from onboarding.model.answers import answer_value, read_answer
+from onboarding.model.history import ConversationSummary
 from onboarding.model.messages import Message, ToolCall
 from onboarding.model.profile import UserProfile
-from onboarding.model.records import ConversationSummary
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.sms.intake import ERASE_NOT_ASKED, LINKED, SmsIntake

@@ -28,8 +28,8 @@ from onboarding.llm.tools import build_tools
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.memory.tokens import count_tokens
 from onboarding.model.answers import Answer, PreviousValue
+from onboarding.model.history import ConversationSummary
 from onboarding.model.profile import PROFILE_FIELDS, UserProfile
-from onboarding.model.records import ConversationSummary
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.turn.service import TurnService

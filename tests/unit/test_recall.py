@@ -19,8 +19,8 @@ from onboarding.config import Settings
 from onboarding.config.flags import MemoryFeatures
 from onboarding.memory.recall import RECALL_HEADER, recall_lines
 from onboarding.memory.tokens import count_tokens
+from onboarding.model.history import ConversationSummary, TurnContext
 from onboarding.model.messages import Message, Role
-from onboarding.model.records import ConversationSummary, TurnContext
 from onboarding.persistence import Repositories
 from onboarding.persistence.changes import MessageChange, message_change
 from onboarding.recall.indexing import embedded_text, metadata, recalled_message, vector_key

@@ -14,7 +14,7 @@ import pytest
 
 from onboarding.audit import Caller
 from onboarding.erasing import erase_memory
-from onboarding.model.records import PhoneOwner
+from onboarding.model.users import PhoneOwner
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import TEXT_KEY_PREFIX, text_key
 from onboarding.sms.inbound import InboundSms, SmsTurnRequest

@@ -12,7 +12,7 @@ from onboarding.config import Settings
 from onboarding.llm.fixed_replies import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.model.errors import StoreError
-from onboarding.model.records import TurnContext
+from onboarding.model.history import TurnContext
 from onboarding.persistence import Repositories
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService

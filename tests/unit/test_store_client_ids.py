@@ -7,8 +7,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from onboarding.model.errors import ClientIdConflictError, StoreError
+from onboarding.model.history import ClaimedTurn
 from onboarding.model.messages import Message
-from onboarding.model.records import ClaimedTurn
 from onboarding.persistence import Repositories
 from tests.support.faults import fail_nth_call
 from tests.support.seed import commit

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from onboarding.config import Limits
 from onboarding.model.errors import InvalidPhoneError, StoreError
-from onboarding.model.records import PhoneOwner
+from onboarding.model.users import PhoneOwner
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import LINK_CODE_LENGTH
 

@@ -12,8 +12,9 @@ from onboarding.audit import Caller, record_access
 from onboarding.config import Limits
 from onboarding.erasing import erase_memory
 from onboarding.model.errors import InvalidPageSizeError
-from onboarding.model.records import ErasureReport, HistoryPage, LinkCode
+from onboarding.model.history import HistoryPage
 from onboarding.model.text import is_blank
+from onboarding.model.users import ErasureReport, LinkCode
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
 

@@ -22,7 +22,8 @@ from typing import Literal
 
 from aws_lambda_powertools import Logger
 
-from onboarding.model.records import ErasureReport, TurnContext
+from onboarding.model.history import TurnContext
+from onboarding.model.users import ErasureReport
 
 logger = Logger(child=True)
 

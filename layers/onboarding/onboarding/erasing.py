@@ -13,7 +13,7 @@ from aws_lambda_powertools import Logger
 from onboarding.audit import Caller, erasure_counts, record_access
 from onboarding.metrics import count_metric
 from onboarding.model.errors import RecallUnavailableError
-from onboarding.model.records import ErasureReport
+from onboarding.model.users import ErasureReport
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
 

@@ -19,7 +19,7 @@ from onboarding.erasing import erase_memory
 from onboarding.memory.merge_rules import merge_profile, merge_state, merge_summaries
 from onboarding.metrics import count_metric
 from onboarding.model.errors import MemoryChangedError, StoreError, UserErasedError
-from onboarding.model.records import PhoneOwner
+from onboarding.model.users import PhoneOwner
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
 

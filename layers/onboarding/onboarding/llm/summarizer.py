@@ -13,8 +13,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT, render_summary_request
 from onboarding.memory.transcript import cap_summary, transcript_lines
+from onboarding.model.history import ConversationSummary
 from onboarding.model.messages import Message
-from onboarding.model.records import ConversationSummary
 from onboarding.telemetry import record_usage
 
 

@@ -19,10 +19,10 @@ from typing import Any
 
 from onboarding.memory.transcript import cap_summary, transcript_lines
 from onboarding.model.answers import is_answered, read_answer
+from onboarding.model.history import ConversationSummary
 from onboarding.model.immutable import thaw
 from onboarding.model.messages import Message
 from onboarding.model.profile import PROFILE_FIELDS, UserProfile
-from onboarding.model.records import ConversationSummary
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingState
 
 SMS_SUMMARY_HEADER = "Told by text before the phone was linked:"

@@ -14,8 +14,8 @@ from aws_lambda_powertools import Logger
 
 from onboarding.config import Limits
 from onboarding.model.errors import ClientIdConflictError, StoreError, TurnInProgressError
+from onboarding.model.history import ClaimedTurn
 from onboarding.model.messages import Message
-from onboarding.model.records import ClaimedTurn
 from onboarding.persistence.calls import ConditionFailed, Transaction, TransactionCancelled, store_call
 from onboarding.persistence.codec import parse_message
 from onboarding.persistence.erasure import erasure_guard

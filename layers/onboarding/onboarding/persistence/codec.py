@@ -13,9 +13,9 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
+from onboarding.model.history import ConversationSummary
 from onboarding.model.messages import ROLES, Message, ToolCall
 from onboarding.model.profile import UserProfile
-from onboarding.model.records import ConversationSummary
 from onboarding.model.state import OnboardingState, WaitingFor
 from onboarding.persistence.keys import (
     PROFILE_SORT_KEY,

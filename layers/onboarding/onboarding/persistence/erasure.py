@@ -11,14 +11,13 @@ text queued before the link is still answered.
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
 from onboarding.config import Limits
 from onboarding.model.errors import StoreError
-from onboarding.model.records import ErasedMark, ErasureReport
+from onboarding.model.users import ErasedMark, ErasureReport, TextKey
 from onboarding.persistence.calls import (
     ConditionFailed,
     Transaction,
@@ -181,16 +180,6 @@ KEY_ITEM, OWNER_CHECK = "key", "owner"
 
 
 _TRIES = 3  # of making a key, when another transaction touched the same items at the same moment
-
-
-@dataclass(frozen=True)
-class TextKey:
-    """The key that seals `made_for`'s queued texts; `key_id` names it in each sealed text, so a
-    text sealed with a key since erased is told from one sealed with the user's key now."""
-
-    made_for: str
-    key_id: str
-    secret: bytes = field(repr=False)
 
 
 class TextKeys:

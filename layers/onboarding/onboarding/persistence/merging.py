@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from onboarding.config import Limits
 from onboarding.model.errors import MemoryChangedError, UserErasedError
+from onboarding.model.history import ConversationSummary, Memory
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
-from onboarding.model.records import ConversationSummary, Memory
 from onboarding.model.state import OnboardingState
 from onboarding.persistence.calls import Transaction, TransactionCancelled, partition_items, versioned_put
 from onboarding.persistence.codec import (

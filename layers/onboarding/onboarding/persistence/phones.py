@@ -16,8 +16,7 @@ from aws_lambda_powertools import Logger
 
 from onboarding.config import Limits, RateLimit
 from onboarding.model.errors import StoreError
-from onboarding.model.records import LinkCode, PhoneOwner
-from onboarding.model.users import is_sms_only
+from onboarding.model.users import LinkCode, PhoneOwner, is_sms_only
 from onboarding.persistence.calls import (
     ConditionFailed,
     KeyCollision,

@@ -5,9 +5,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from onboarding.model.history import ConversationSummary, HistoryPage, Memory, TurnContext
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
-from onboarding.model.records import ConversationSummary, HistoryPage, Memory, TurnContext
 from onboarding.model.state import OnboardingState
 from onboarding.persistence.calls import store_call
 from onboarding.persistence.codec import parse_message, parse_profile, parse_state, parse_summary, version_of

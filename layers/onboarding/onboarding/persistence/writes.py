@@ -29,8 +29,8 @@ from onboarding.model.errors import (
     StoreError,
     UserErasedError,
 )
+from onboarding.model.history import ClaimedTurn, CommittedTurn, ConversationSummary, TurnCommit
 from onboarding.model.messages import Message, Role
-from onboarding.model.records import ClaimedTurn, CommittedTurn, ConversationSummary, TurnCommit
 from onboarding.persistence.calls import (
     KeyCollision,
     Transaction,

@@ -12,9 +12,8 @@ from onboarding.audit import Caller
 from onboarding.config import Limits
 from onboarding.erasing import erase_memory
 from onboarding.linking import PhoneLinking
-from onboarding.model.records import PhoneOwner
 from onboarding.model.text import is_blank
-from onboarding.model.users import new_sms_user_id
+from onboarding.model.users import PhoneOwner, new_sms_user_id
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import normalize_link_code
 from onboarding.persistence.phones import LinkLockout

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from onboarding.persistence.erasure import TextKey
+from onboarding.model.users import TextKey
 from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.sealing import seal
 

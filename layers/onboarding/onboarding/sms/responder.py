@@ -7,7 +7,7 @@ from aws_lambda_powertools import Logger
 from onboarding.linking import PhoneLinking
 from onboarding.metrics import count_metric
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, UserErasedError
-from onboarding.model.records import PhoneOwner
+from onboarding.model.users import PhoneOwner
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
 from onboarding.sms.inbound import SmsTurnRequest

@@ -16,8 +16,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from onboarding.model.users import TextKey
 from onboarding.persistence import Repositories
-from onboarding.persistence.erasure import TextKey
 from onboarding.sms.inbound import SmsTurnRequest
 
 NONCE_BYTES = 12  # GCM's 96-bit nonce

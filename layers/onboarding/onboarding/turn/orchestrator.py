@@ -26,8 +26,8 @@ from onboarding.memory.window import carried_over, window_candidates
 from onboarding.metrics import count_metric
 from onboarding.model.answers import AnswerSource
 from onboarding.model.errors import StoreError
+from onboarding.model.history import TurnContext
 from onboarding.model.messages import Message
-from onboarding.model.records import TurnContext
 from onboarding.model.state import OnboardingAgentType
 
 logger = Logger(child=True)

@@ -30,8 +30,8 @@ from onboarding.model.errors import (
     StoreError,
     UserErasedError,
 )
+from onboarding.model.history import ClaimedTurn, TurnCommit
 from onboarding.model.messages import Message
-from onboarding.model.records import ClaimedTurn, TurnCommit
 from onboarding.model.text import is_blank
 from onboarding.telemetry import TurnLedger, counting, fold_accounted, turn_responded
 from onboarding.turn.orchestrator import PreparedTurn

@@ -34,7 +34,7 @@ from onboarding.model.errors import (
     MessageTooLargeError,
     StoreError,
 )
-from onboarding.model.records import TurnContext
+from onboarding.model.history import TurnContext
 from onboarding.model.text import is_blank, normalized_text
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import CLIENT_ID_PATTERN

@@ -19,8 +19,8 @@ from onboarding.memory.conversations import conversation_start
 from onboarding.memory.fold_rules import fold_batch, fold_reach, read_reached_summary
 from onboarding.memory.window import units_of
 from onboarding.metrics import count_metric
+from onboarding.model.history import ConversationSummary
 from onboarding.model.messages import Message
-from onboarding.model.records import ConversationSummary
 from onboarding.turn.orchestrator import PreparedTurn
 from onboarding.turn.parts import TurnDependencies
 

@@ -1,8 +1,8 @@
-"""Owns the records that cross the persistence boundary: what a turn loads, what a claim finds,
-history pages, phone owners, link codes and the erasure receipt."""
+"""Owns the stored conversation as the services see it: what a turn loads (`TurnContext`: the
+newest messages, state, profile and summary), the state and profile with the versions they were read
+at (`Memory`), what a turn commits and what a claim of a client message id finds, and history pages."""
 
-from dataclasses import dataclass, field, fields
-from datetime import datetime
+from dataclasses import dataclass, field
 
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
@@ -97,73 +97,3 @@ class ClaimedTurn:
     lease: str | None = None
     # Until when (epoch ms) the delivery answering the id holds it (0: nobody answers it now).
     lease_until_ms: int = 0
-
-
-@dataclass(frozen=True)
-class PhoneOwner:
-    """The user a phone number belongs to, and whether the number opted out of SMS.
-    `merge_from`: the SMS-only user whose memory joins this user since the phone was linked (set
-    until the merge is done). `erase_requested_until`: the person texted DELETE MY DATA and may
-    confirm until then (epoch seconds)."""
-
-    phone: str
-    user_id: str
-    opted_out: bool
-    merge_from: str | None = None
-    erase_requested_until: int | None = None
-    # When the link that left `merge_from` was made (epoch ms): an erase of the owner after it
-    # refuses the merge's writes (0: not recorded, so any erase still marked refuses them).
-    merge_since_ms: int = 0
-    # The link code this phone texted (LINK <code>), waiting for its YES until `link_confirm_until`
-    # (epoch seconds).
-    link_code: str | None = None
-    link_confirm_until: int | None = None
-
-
-@dataclass(frozen=True)
-class LinkCode:
-    code: str
-    expires_at: datetime
-
-
-@dataclass(frozen=True)
-class ErasureReport:
-    """What an erase deleted, counted by kind (and the rate counters it kept). A phone's CONTACT#
-    item and a link code's pointer are halves of the phone and the code, not counted on their own."""
-
-    messages: int = 0
-    state_items: int = 0  # onboarding state, profile and summary
-    phone_numbers: int = 0  # PHONE# owner items that still named this user
-    dedupe_records: int = 0  # CLIENT# items: which message a client or Twilio message id produced
-    link_codes: int = 0  # LINK# codes this user created that were still stored
-    other_items: int = 0  # partition items of a kind this version does not know (deleted all the same)
-    # Kept, not deleted: LIMIT# counters hold only how many messages were sent in a window and
-    # expire within the hour; erasing them would let an erase reset the rate limit.
-    kept_rate_counters: int = 0
-    # The ids of the messages erased, so that what was made of them elsewhere (their vectors in the
-    # recall index) goes too. Not a count: not in `total`, nor in comparing two reports.
-    message_ids: tuple[str, ...] = field(default=(), compare=False)
-
-    def plus(self, other: "ErasureReport") -> "ErasureReport":
-        """Both erases counted together (an erase that took a pending merge's SMS-only user along)."""
-        return ErasureReport(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
-
-    @property
-    def total(self) -> int:
-        return (
-            self.messages
-            + self.state_items
-            + self.phone_numbers
-            + self.dedupe_records
-            + self.link_codes
-            + self.other_items
-        )
-
-
-@dataclass(frozen=True)
-class ErasedMark:
-    """When a user was last erased (epoch ms), and into whom their memory was merged if a linked
-    phone's merge was why (None: the person erased it)."""
-
-    erased_at_ms: int
-    merged_into: str | None = None
