@@ -56,7 +56,7 @@ from infra.local.twilio_emulator import post_signed_text
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
 from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT
-from onboarding.llm.system_prompt import render_system_prompt
+from onboarding.llm.prompt import render_system_prompt
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.model.messages import Message
 from onboarding.model.state import OnboardingAgentType

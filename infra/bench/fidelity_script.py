@@ -4,7 +4,7 @@ and small talk, and what is recorded of each turn (infra/bench/fidelity.py runs 
 import re
 from dataclasses import dataclass, field
 
-from onboarding.llm.step_texts import STEP_PROMPTS
+from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
 
 USER = "fidelity-user"

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from infra.local.ports import free_port, port_is_free
-from onboarding.llm.step_texts import STEP_PROMPTS
+from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
 from tests.support.processes import read_until
 from tests.support.readme import commands_run_by_tests, readme_line, run_line, sandbox, start_line

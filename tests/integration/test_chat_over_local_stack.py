@@ -14,7 +14,7 @@ from infra.local.lambda_runner import invoke
 from infra.local.stack import LocalStack
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
-from onboarding.llm.step_texts import STEP_PROMPTS
+from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
 
 SAMPLE_EVENT = json.loads((Path(__file__).parents[2] / "events" / "api_chat.json").read_text(encoding="utf-8"))

@@ -15,7 +15,7 @@ from infra.local.stack import LocalStack
 from infra.local.stack_environment import temporary_environment
 from infra.local.stack_template import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
 from onboarding.config import Settings
-from onboarding.memory.recall import RECALL_HEADER
+from onboarding.llm.sections import RECALL_HEADER
 from onboarding.persistence import Repositories
 from tests.support.deployed_flows import bearer, new_phone, new_user, operator_table, replies_to, text
 from tests.support.tcp_proxy import TcpProxy

@@ -10,7 +10,7 @@ from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import message_texts
-from onboarding.llm.step_texts import STEP_PROMPTS
+from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
 
 

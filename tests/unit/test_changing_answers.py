@@ -11,7 +11,7 @@ from langchain_core.language_models import BaseChatModel
 
 from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.config import Settings
-from onboarding.llm.fixed_replies import RESTART_REPLY
+from onboarding.llm.wording import RESTART_REPLY
 from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT
 from onboarding.model.answers import read_answer
 from onboarding.model.state import ONBOARDING_ORDER

@@ -15,7 +15,7 @@ from onboarding.config import Settings
 from onboarding.config.settings import PROMPT_INSTRUCTIONS_TOKENS, PROMPT_KEPT_VALUES, kept_prompt_tokens
 from onboarding.llm.bedrock import build_chat_model
 from onboarding.llm.resilience import CircuitBreaker
-from onboarding.llm.step_texts import STEP_PROMPTS
+from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.llm.summarizer import Summarizer
 from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.working_copy import WorkingCopy

@@ -9,7 +9,7 @@ from langchain_core.language_models import BaseChatModel
 
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
-from onboarding.llm.fixed_replies import MEMORY_UNAVAILABLE_NOTICE
+from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.model.errors import StoreError
 from onboarding.model.history import TurnContext

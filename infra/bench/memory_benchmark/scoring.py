@@ -24,7 +24,7 @@ from infra.bench.memory_benchmark.baselines import tokens
 from infra.bench.memory_benchmark.dataset import Conversation, Question
 from infra.bench.memory_benchmark.matching import has_words, normal, words
 from infra.local.bedrock_emulator.recorded import RecordedRequest
-from onboarding.memory.recall import RECALL_HEADER
+from onboarding.llm.sections import RECALL_HEADER
 
 CURRENT_SECTIONS = ("Already known:", "About the client", "Address the client as")
 SECTION_STARTS = {

@@ -16,7 +16,7 @@ from datetime import date, timedelta
 
 from infra.bench.fidelity_script import SMALL_TALK as FIDELITY_SMALL_TALK
 from infra.bench.memory_benchmark.dataset import Conversation, Dialog, Question, Session
-from onboarding.llm.step_texts import STEP_PROMPTS
+from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import ONBOARDING_ORDER
 
 CLIENT = "Client"

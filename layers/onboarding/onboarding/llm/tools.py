@@ -10,8 +10,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, create_model
 
 from onboarding.config import DEFAULT_LIMITS
-from onboarding.llm.step_texts import ITEM_ABOUT, STEP_PROMPTS
-from onboarding.llm.tool_texts import TOOL_TEXTS, save_tool_name
+from onboarding.llm.wording import ITEM_ABOUT, STEP_PROMPTS, TOOL_TEXTS, save_tool_name
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.model.profile import UserProfile
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState

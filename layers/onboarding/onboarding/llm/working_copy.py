@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from onboarding.config import Limits
-from onboarding.llm.step_texts import STEP_PROMPTS
+from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.answers import Answer, AnswerSource, read_answer, step_answers
 from onboarding.model.immutable import thaw
 from onboarding.model.profile import PROFILE_FIELDS, FactKind, UserProfile

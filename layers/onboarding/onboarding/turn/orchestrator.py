@@ -19,8 +19,8 @@ from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import DEFAULT_LIMITS, Limits
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.context import OnboardingAgentContext
+from onboarding.llm.sections import not_in_prompt
 from onboarding.memory.conversations import conversation_start
-from onboarding.memory.recall import not_in_prompt
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, window_candidates
 from onboarding.metrics import count_metric

@@ -19,8 +19,8 @@ from typing import TypeVar
 
 from aws_lambda_powertools import Logger
 
-from onboarding.llm.fixed_replies import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.llm.resilience import open_stream
+from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.metrics import count_metric
 from onboarding.model.errors import (
     CoachUnavailableError,

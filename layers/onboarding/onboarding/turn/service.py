@@ -20,9 +20,9 @@ from aws_lambda_powertools import Logger
 from onboarding.audit import Caller, context_counts, record_access
 from onboarding.config import Limits
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
-from onboarding.llm.fixed_replies import reset_reply
 from onboarding.llm.resilience import CircuitBreaker
 from onboarding.llm.summarizer import Summarizer
+from onboarding.llm.wording import reset_reply
 from onboarding.memory.conversations import is_reset_command
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.metrics import count_metric

@@ -1,9 +1,12 @@
-"""Owns what each onboarding step collects and how the coach asks for it: the persona, the rules
-against asking again, each step's `field: question` lines, and what each item is called.
+"""Owns every text of ours that the model or the person reads: the coach's persona, the rules against
+asking again, each step's `field: question` lines and what each item is called; the rules of when
+to call each tool and the tools' own descriptions (the save tool's items are described by their
+questions); and what the coach says without the model (the reply to a reset command, the notice a
+turn whose memory could not be read opens with).
 
-The question is what the coach asks when the field is still unknown; the rules forbid asking
-again for anything that the conversation or an earlier step already answered. The system prompt
-is put together from these in llm/system_prompt.py.
+A question is what the coach asks when its field is still unknown; the rules forbid asking again
+for anything the conversation or an earlier step already answered. The system prompt is put
+together from these in llm/prompt.py.
 """
 
 from collections.abc import Mapping, Sequence
@@ -33,6 +36,7 @@ COACH_PERSONA = (
     "medical advice."
 )
 
+
 NO_REASK_RULES = (
     "Rules:\n"
     "- Read the whole conversation before you answer. Never ask again for anything the client "
@@ -40,6 +44,7 @@ NO_REASK_RULES = (
     "- Acknowledge what the client just said, then ask the next missing item.\n"
     "- When every item of this step is known, summarise it in one sentence and say what comes next."
 )
+
 
 STEP_PROMPTS: Mapping[OnboardingAgentType, StepPrompt] = {
     OnboardingAgentType.FITNESS_ASSESSMENT: StepPrompt(
@@ -139,3 +144,85 @@ def next_question(
             if not answered and f"{later.value}.{field.key}" not in skipped:
                 return field.question
     return None
+
+
+def save_tool_name(step: OnboardingAgentType) -> str:
+    return f"save_{step.value}"
+
+
+CORRECTION_RULES = (
+    "- Call correct_answer when the client changes an answer they gave before (any step); the old "
+    "value is kept as history.\n"
+    "- Call answer_history when the client asks what they said before or how an answer changed.\n"
+    "- Call recall_facts when you need what is stored about the client and the prompt says more is stored."
+)
+
+
+REMEMBER_RULE = (
+    "- Call remember_fact whenever the client tells you something about themself worth keeping "
+    "(their name, what to call them, goals, level, injuries, preferences).\n"
+)
+
+
+TOOL_RULES = (
+    "Tools:\n"
+    "- Call {save_tool} as soon as the client answers any item above, with the items they answered; "
+    "set step_complete to true once every item is known.\n"
+    + REMEMBER_RULE
+    + "- Call ask_for with an item's name when you ask for it and need that exact item next.\n"
+    + CORRECTION_RULES
+)
+
+
+# What the model reads about its tools (the save tool's items are described by their questions).
+TOOL_TEXTS: Mapping[str, str] = {
+    "save": "Save the client's answers for the {title} step.",
+    "step_complete": "true once every item of this step is known",
+    "remember_fact": "Remember something the client said about themself, for every later conversation.",
+    "fact_kind": "what the fact is about",
+    "fact_value": "the fact, in a few words",
+    "ask_for": "Say which single item you just asked the client for, so their next message answers it.",
+    "ask_for_field": "the item you are asking for",
+    "correct_answer": (
+        "Replace an answer the client gave before (any step, also after onboarding) with what they say now."
+    ),
+    "answer_history": "The current and earlier values of one answer, each with the day the client said it.",
+    "recall_facts": (
+        "Every fact kept about the client (name, goals, level, limitations, preferences, other facts), "
+        "or those mentioning `about`: also those the prompt had no room for."
+    ),
+    "recall_about": "a few words of what you want to know (leave out for every fact)",
+    "item": "the answer, as step.field (as listed under 'Already known'): {items}",
+    "history_item": "the answer, as step.field (the items correct_answer lists)",
+    "new_value": "the new value, in the client's words",
+}
+
+
+# Said by us, first, in a turn whose memory could not be read: the person knows why the coach may
+# ask something again. Their messages are still stored, so the next turn sees this one.
+MEMORY_UNAVAILABLE_NOTICE = (
+    "(I can't reach my notes about you right now, so I may ask something you've already told me. "
+    "Your messages are saved.) "
+)
+
+
+RESET_REPLY = (
+    "Okay, we're starting a fresh conversation. I still remember what you've told me about yourself "
+    "and the onboarding steps we've finished."
+)
+
+
+RESET_REPLY_WITH_STEP = RESET_REPLY + " Let's pick up the {title} step."
+
+
+RESTART_REPLY = (
+    "Okay, let's go through your onboarding again from the start. I've kept your earlier answers "
+    "on file, so you can tell me what has changed."
+)
+
+
+def reset_reply(step: OnboardingAgentType, onboarding_complete: bool) -> str:
+    """What a reset command is answered with: after a completed onboarding it starts again."""
+    return (
+        RESTART_REPLY if onboarding_complete else RESET_REPLY_WITH_STEP.format(title=STEP_PROMPTS[step].title.lower())
+    )

@@ -1,33 +1,98 @@
-"""Owns how the user's memory is shown in the system prompt: its sections (what is known, about the
-client, the summary), their texts, which items are kept first, which give way first, and the one
-line that says what gave way (llm/prompt_fitting.py fits them; llm/system_prompt.py holds the rest of
-the prompt's text).
+"""Owns what a system prompt is made of, and how the user's memory is shown in it: the parts (a
+`PromptSection` of ours, always whole; a `MemorySection` of the user's memory, one `MemoryItem` a
+line, whose items can give way), the memory's sections (what is known, about the client, the
+summary, and "From earlier conversations": the recalled messages that fit its own allowance),
+their texts, which items are kept first, which give way first, and the one line that says what
+gave way. llm/prompt.py puts the parts together and fits them.
 
 What is kept first: the current step's answers (and what it could not answer). Then, in turns:
 the other answers (the most recently told first), the summary (its newest lines first, never with
 a gap), the profile (its named fields, then its free-form facts, newest first). What gave way is
 still stored: the note names `answer_history` (any answer, with its earlier values) and
-`recall_facts` (every fact), which read it.
+`recall_facts` (every fact), which read it. Recalled messages are chosen most relevant first, then
+shown in the order they were said.
 """
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from onboarding.llm.prompt_fitting import MemoryItem, MemorySection, PromptPart, PromptSection
+from onboarding.memory.tokens import count_tokens
 from onboarding.model.answers import Answer, step_answers
+from onboarding.model.messages import Message
 from onboarding.model.profile import FACT_LINE_PREFIX
 from onboarding.model.state import OnboardingAgentType
 
+
+@dataclass(frozen=True)
+class PromptSection:
+    """One part of the system prompt. `kind` says what it is made of: `instructions` (ours),
+    `profile`, `collected_answers`, `summary`, `waiting_for` (the user's memory), or `left_out`
+    (the line that names what did not fit)."""
+
+    kind: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One line of a memory section; `position` is where it is shown within the section."""
+
+    text: str
+    position: int
+
+
+@dataclass(frozen=True)
+class MemorySection:
+    """A section of the user's memory whose items (in the order they are kept: the first is kept
+    first) can give way. `empty` is shown when it has no items at all (None: the section is left
+    out then), `none_shown` when all of them gave way (so the model does not read the section as
+    "nothing is known"); `left_out_as` names what gave way in the note (`{n}`: how many)."""
+
+    kind: str
+    title: str
+    header: str
+    items: tuple[MemoryItem, ...]
+    left_out_as: str
+    none_shown: str
+    kept_first: int = 0
+    contiguous: bool = False
+    allowance: int | None = None
+    empty: str | None = None
+
+
+PromptPart = PromptSection | MemorySection
+
+
 KNOWN_HEADER = "Already known:"
+
+
 PROFILE_HEADER = "About the client (remembered across conversations):"
+
+
 SUMMARY_HEADER = "Summary of the earlier conversation:"
+
+
 NOTHING_YET = "- nothing yet"
+
+
 NONE_SHOWN = "- (more than the prompt has room for: see 'More is stored' below)"
+
+
 LEFT_OUT_TITLE = "More is stored"
+
+
 LEFT_OUT_NOTE = "More is stored about the client than is shown here: {parts}."
+
+
 LEFT_OUT_ANSWERS = "answers not shown: {n} (answer_history reads any answer, with its earlier values)"
+
+
 LEFT_OUT_FACTS = "facts about the client not shown: {n} (recall_facts reads them all)"
+
+
 LEFT_OUT_SUMMARY = "the summary's oldest lines not shown: {n}"
 
 
@@ -118,3 +183,47 @@ def left_out_note(parts: Sequence[PromptPart], left_out: Mapping[str, int]) -> P
         if isinstance(part, MemorySection) and left_out.get(part.kind)
     ]
     return PromptSection("left_out", LEFT_OUT_TITLE, LEFT_OUT_NOTE.format(parts="; ".join(named)))
+
+
+RECALL_HEADER = (
+    "From earlier conversations (older messages that may bear on this one, with the day each was said; "
+    "use them only if they do):"
+)
+
+
+_WHO = {"user": "Client", "assistant": "Coach"}
+
+
+def recall_line(message: Message) -> str:
+    day = message.created_at.date().isoformat() if message.created_at else "an earlier day"
+    return f"- {day} {_WHO.get(message.role, 'Coach')}: {' '.join(message.content.split())}"
+
+
+def recall_lines(recalled: Sequence[Message], max_tokens: int) -> list[str]:
+    """The lines of `recalled` (most relevant first) that fit `max_tokens` with the section's
+    header, oldest first. A message too long for what is left is passed over, not cut. A message
+    that repeats one already chosen (the same speaker and words: "sorry, the dog needed me" said on
+    eight days) is shown once, at its most relevant day: its copies would fill the section with one
+    line and push out what was said only once."""
+    left = max_tokens - count_tokens(RECALL_HEADER) - 1
+    chosen: list[Message] = []
+    seen: set[tuple[str, str]] = set()
+    for message in recalled:
+        said = (message.role, " ".join(message.content.lower().split()))
+        cost = count_tokens(recall_line(message)) + 1
+        if said not in seen and cost <= left:
+            chosen.append(message)
+            seen.add(said)
+            left -= cost
+    chosen.sort(key=lambda m: m.message_id)
+    return [recall_line(message) for message in chosen]
+
+
+def recall_section_tokens(lines: Sequence[str]) -> int:
+    """What the section costs in the system prompt (its header, lines and the blank line before it)."""
+    return count_tokens("\n".join([RECALL_HEADER, *lines])) + 1 if lines else 0
+
+
+def not_in_prompt(recalled: Sequence[Message], shown_ids: set[str]) -> tuple[Message, ...]:
+    """What was recalled minus what the prompt shows already (the window, the carried-over lines)."""
+    return tuple(message for message in recalled if message.message_id not in shown_ids)
