@@ -11,8 +11,7 @@ from typing import Any
 
 from infra.console.plan_view import Show, redacted, shown
 from infra.console.schemas import Answer, EarlierValue, MemoryView, ProfileEntry, Provenance, WaitingFor
-from onboarding.llm.wording import STEP_PROMPTS
-from onboarding.llm.wording import save_tool_name
+from onboarding.llm.wording import STEP_PROMPTS, save_tool_name
 from onboarding.llm.working_copy import PROFILE_MIRROR
 from onboarding.model.answers import read_answer
 from onboarding.model.immutable import thaw

@@ -14,8 +14,8 @@ import pytest
 from infra.local.bedrock_emulator.recorded import RecordedRequest
 from infra.local.stack import LocalStack
 from onboarding.config.flags import default_flags_document
-from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.llm.prompt import SINGLE_PROMPT_RULE
+from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
 
 HTTP = httpx.Client(timeout=60)
 MAX_AGE_S = 1

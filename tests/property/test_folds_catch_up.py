@@ -16,7 +16,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from onboarding.config import Limits
 from onboarding.memory.conversations import conversation_start
-from onboarding.memory.fold_rules import fold_batch, fold_reach, read_reached_summary
+from onboarding.summary import fold_batch, fold_reach, read_reached_summary
 from onboarding.memory.transcript import transcript_lines
 from onboarding.model.history import ConversationSummary, TurnContext
 from onboarding.model.messages import Message
@@ -86,7 +86,7 @@ def test_a_backlog_is_folded_in_order_and_caught_up(backlog: list[Message], limi
             for line in transcript_lines([m for m in stored[:start] if not covered(m)]):
                 assert f"- {line}" in summary_lines
             break
-        # The fold after this turn, as onboarding.turn.summary_fold runs it.
+        # The fold after this turn, as onboarding.turn.run runs it.
         reached = read_reached_summary(loaded.messages, limits.history_load_limit, through)
         seen = [*loaded.messages, *messages[-2:]]
         reach = fold_reach(seen, conversation_start(seen, now, limits.conversations), through, limits.fold, reached)

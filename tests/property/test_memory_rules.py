@@ -21,7 +21,7 @@ from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import message_texts
 from onboarding.llm.tools import build_tools
 from onboarding.memory.conversations import conversation_start, is_reset_command
-from onboarding.memory.fold_rules import fold_batch, fold_candidates, fold_reach, read_reached_summary
+from onboarding.summary import fold_batch, fold_candidates, fold_reach, read_reached_summary
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, fit_window, message_tokens, units_of, window_candidates
@@ -183,7 +183,7 @@ def test_for_any_window_setting_the_window_and_the_summary_cover_every_message(
     messages: list[Message], limits: Limits
 ) -> None:
     """Regression (the window/fold drift): the product's turns replayed with a fold after each, as
-    `onboarding.turn.summary_fold` runs it (fold_reach over what the turn read plus what it stored, then
+    `onboarding.turn.run` runs it (fold_reach over what the turn read plus what it stored, then
     fold_batch over the oldest unsummarized messages with `limits.fold`). Before every turn, every
     message since the conversation start that the summary does not cover (`through_message_id`) is
     in the window of the agent `OnboardingAgentOrchestrator.prepare` builds from the turn's read
@@ -216,7 +216,7 @@ def test_for_any_window_setting_the_window_and_the_summary_cover_every_message(
         summary_lines = (agent.context.summary or "").split("\n")
         for line in transcript_lines([m for m in stored[:start] if not covered(m)]):
             assert f"- {line}" in summary_lines
-        # The turn is stored, then folded as `onboarding.turn.summary_fold.fold_summary` folds it.
+        # The turn is stored, then folded as `onboarding.turn.run.fold_summary` folds it.
         new = messages[turn_start:next_start]
         fold_now = _at(new[-1])
         seen = [*loaded.messages, *new]

@@ -18,8 +18,8 @@ from onboarding.agents import AGENT_CLASSES
 from onboarding.config import Limits
 from onboarding.config.settings import kept_prompt_tokens
 from onboarding.context import OnboardingAgentContext
-from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.llm.tools import build_tools
+from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.transcript import cap_summary
 from onboarding.model.answers import Answer, PreviousValue

@@ -21,8 +21,8 @@ from infra.local.bedrock_emulator.rules import (
 )
 from infra.local.bedrock_emulator.server import coach_respond
 from onboarding.llm.event_stream import encode_event, encode_exception
-from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.llm.prompt import render_system_prompt
+from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
 
 

@@ -12,9 +12,9 @@ from infra.local.s3vectors import S3VectorsStandIn
 from infra.local.template import table_create_request
 from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
+from onboarding.breaker import CircuitBreaker
 from onboarding.config import Settings
 from onboarding.llm.bedrock import build_chat_model
-from onboarding.llm.resilience import CircuitBreaker
 from onboarding.persistence import Repositories
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService

@@ -17,8 +17,8 @@ from langchain_core.language_models import BaseChatModel
 from functions.api.mobile_api.routes import create_app
 from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
+from onboarding.breaker import CircuitBreaker
 from onboarding.config import Settings
-from onboarding.llm.resilience import CircuitBreaker
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.history import TurnContext

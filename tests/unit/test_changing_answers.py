@@ -11,8 +11,8 @@ from langchain_core.language_models import BaseChatModel
 
 from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.config import Settings
+from onboarding.summary import SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.wording import RESTART_REPLY
-from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT
 from onboarding.model.answers import read_answer
 from onboarding.model.state import ONBOARDING_ORDER
 from tests.support.clock import FakeClock

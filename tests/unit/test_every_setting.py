@@ -25,13 +25,12 @@ from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.bedrock_emulator.coach import CoachReply, ToolCall
 from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.account import AccountService
+from onboarding.breaker import CircuitBreaker
 from onboarding.composition import build_account, build_orchestrator, build_repositories, build_turn_service
 from onboarding.config import Limits, Settings, WebhookSettings, WorkerSettings
-from onboarding.llm.wording import RESET_REPLY_WITH_STEP
-from onboarding.llm.resilience import CircuitBreaker
-from onboarding.llm.wording import STEP_PROMPTS
+from onboarding.llm.wording import RESET_REPLY_WITH_STEP, STEP_PROMPTS
 from onboarding.llm.working_copy import WorkingCopy
-from onboarding.memory.fold_rules import fold_due
+from onboarding.summary import fold_due
 from onboarding.memory.tokens import count_tokens
 from onboarding.model.errors import (
     InvalidPageSizeError,

@@ -17,7 +17,7 @@ import pytest
 from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
-from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT
+from onboarding.summary import SUMMARY_SYSTEM_PROMPT
 from onboarding.model.messages import Message, Role
 from onboarding.persistence.codec import message_item
 from onboarding.persistence.keys import new_message_id

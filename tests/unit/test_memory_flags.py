@@ -12,12 +12,12 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 
 from infra.local.bedrock_emulator import BedrockEmulator
+from onboarding.breaker import CircuitBreaker
 from onboarding.config import Settings
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
-from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
-from onboarding.llm.resilience import CircuitBreaker
-from onboarding.llm.summarizer import Summarizer
 from onboarding.llm.prompt import MEMORY_UNAVAILABLE_RULE, SINGLE_PROMPT_RULE
+from onboarding.summary import Summarizer
+from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.model.profile import UserProfile
 from onboarding.persistence import Repositories
 from onboarding.rollout import MemoryFlags

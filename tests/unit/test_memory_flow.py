@@ -11,13 +11,13 @@ from langchain_core.language_models import BaseChatModel
 
 from infra.bench.fidelity_script import ANSWERS, QUESTIONS
 from infra.local.bedrock_emulator import BedrockEmulator
+from onboarding.breaker import CircuitBreaker
 from onboarding.config import Settings
 from onboarding.config.settings import PROMPT_INSTRUCTIONS_TOKENS, PROMPT_KEPT_VALUES, kept_prompt_tokens
 from onboarding.llm.bedrock import build_chat_model
-from onboarding.llm.resilience import CircuitBreaker
+from onboarding.summary import Summarizer
+from onboarding.summary import SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.wording import STEP_PROMPTS
-from onboarding.llm.summarizer import Summarizer
-from onboarding.llm.summary_prompt import SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.model.answers import answer_value
 from onboarding.model.errors import MessageOverBudgetError

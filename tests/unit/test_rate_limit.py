@@ -13,8 +13,8 @@ from functions.sms_worker.app import make_handler
 from infra.local.lambda_runner import LocalLambdaContext
 from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
+from onboarding.breaker import CircuitBreaker
 from onboarding.config import RateLimit, Settings
-from onboarding.llm.resilience import CircuitBreaker
 from onboarding.model.errors import RateLimitedError, StoreError, TurnInProgressError
 from onboarding.model.messages import Message
 from onboarding.persistence import Repositories

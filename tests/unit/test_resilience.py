@@ -20,9 +20,9 @@ from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.bedrock_emulator.coach import CoachReply, ToolCall
 from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.account import AccountService
+from onboarding.breaker import CircuitBreaker
 from onboarding.config import DEFAULT_LIMITS, BreakerPolicy, RetryPolicy, Settings
-from onboarding.llm.bedrock import build_chat_model
-from onboarding.llm.resilience import CircuitBreaker, is_transient_model_error
+from onboarding.llm.bedrock import build_chat_model, is_transient_model_error
 from onboarding.model.errors import CoachUnavailableError, ModelUnavailableError
 from onboarding.persistence import ConversationRepository, Repositories
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator

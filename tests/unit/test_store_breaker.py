@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 
+from onboarding.breaker import CircuitBreaker
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
 from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
-from onboarding.llm.resilience import CircuitBreaker
 from onboarding.model.errors import StoreError
 from onboarding.model.history import TurnContext
 from onboarding.persistence import Repositories

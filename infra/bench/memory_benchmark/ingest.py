@@ -15,14 +15,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from infra.bench.memory_benchmark.dataset import Conversation, DatasetError
+from onboarding.breaker import CircuitBreaker
 from onboarding.config import Settings
 from onboarding.config.flags import DEFAULT_FEATURES
-from onboarding.llm.resilience import CircuitBreaker
-from onboarding.llm.summarizer import Summarizer
+from onboarding.summary import Summarizer
 from onboarding.model.messages import Role
 from onboarding.persistence import Repositories
-from onboarding.turn.parts import TurnDependencies
-from onboarding.turn.summary_fold import fold_if_due
+from onboarding.turn.run import TurnDependencies
+from onboarding.turn.run import fold_if_due
 
 TURN_SPACING = timedelta(seconds=30)
 

@@ -30,7 +30,7 @@ from infra.local.twilio_emulator import post_signed_text
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
 from onboarding.llm.bedrock import build_chat_model
-from onboarding.llm.summarizer import Summarizer
+from onboarding.summary import Summarizer
 from onboarding.persistence import Repositories
 from onboarding.turn.service import TurnService
 

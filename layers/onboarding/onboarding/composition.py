@@ -143,9 +143,9 @@ def build_turn_service(
     recaller: "Recaller | None" = None,
 ) -> "TurnService":
     """`recaller`: None builds one from the settings (none when they name no recall index)."""
+    from onboarding.breaker import CircuitBreaker
     from onboarding.llm.bedrock import build_chat_model
-    from onboarding.llm.resilience import CircuitBreaker
-    from onboarding.llm.summarizer import Summarizer
+    from onboarding.summary import Summarizer
     from onboarding.turn.service import TurnService
 
     store = store or build_repositories(settings)

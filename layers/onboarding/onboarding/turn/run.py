@@ -1,26 +1,37 @@
-"""Owns a turn in progress: streaming the agent's reply, committing what it produced, and the fold.
-
-A turn is built from its named parts (turn/parts.py): what the service's turns share, the delivery
-it answers, its watch (deadline and ledger), and the agent prepared for it; a repeated delivery of
-an answered message is the other way in, `Turn.replay`, which never calls the model.
+"""Owns a turn in progress, and all of its state: what the service's turns share
+(`TurnDependencies`), the one message it answers as stored (`Delivery`), its deadline and ledger
+(`TurnWatch`), the agent prepared for it, and what it returns (`TurnResult`); its life: streaming
+the agent's reply, committing what it produced, and the fold after it. A repeated delivery of an
+answered message is the other way in, `Turn.replay`, which never calls the model.
 
 Iterate a `Turn` for the reply's chunks; `result` is set once it finished. Then `fold_summary()`
 folds what left the window into the summary: handlers call it after the reply reached the person
 and before their response ends, so it finishes inside the invocation that answered (a task left
-running after the response would be frozen with the Lambda sandbox).
+running after the response would be frozen with the Lambda sandbox). The fold reads the oldest
+unsummarized messages itself (the turn read only the newest ones), and only when one is due
+(`summary.fold_reach`), so most turns stay one read; it never raises: a failed fold loses nothing,
+because the next turn computes the same fold from what is stored.
 
 Every wait on the model ends by the turn's deadline (minus the time kept for storing), so a hung
 model ends the turn with an error the handler reports, never with the function's timeout.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeVar
 
 from aws_lambda_powertools import Logger
 
-from onboarding.llm.resilience import open_stream
+from onboarding.breaker import CircuitBreaker
+from onboarding.config import Limits
+from onboarding.config.flags import MemoryFeatures
+from onboarding.llm.bedrock import open_stream
 from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
+from onboarding.memory.conversations import conversation_start
+from onboarding.memory.window import units_of
 from onboarding.metrics import count_metric
 from onboarding.model.errors import (
     CoachUnavailableError,
@@ -30,15 +41,72 @@ from onboarding.model.errors import (
     StoreError,
     UserErasedError,
 )
-from onboarding.model.history import ClaimedTurn, TurnCommit
+from onboarding.model.history import ClaimedTurn, ConversationSummary, TurnCommit
 from onboarding.model.messages import Message
 from onboarding.model.text import is_blank
+from onboarding.persistence import Repositories
+from onboarding.summary import Summarizer, fold_batch, fold_reach, read_reached_summary
 from onboarding.telemetry import TurnLedger, counting, fold_accounted, turn_responded
 from onboarding.turn.orchestrator import PreparedTurn
-from onboarding.turn.parts import Delivery, TurnDependencies, TurnResult, TurnWatch
-from onboarding.turn.summary_fold import fold_summary
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    user_message: Message
+    assistant_message: Message | None
+    reply: str
+    replayed: bool = False  # an earlier delivery of the same client message id already answered it
+    delivered: bool = False  # ... and its reply is recorded as having reached the person
+
+
+@dataclass(frozen=True)
+class TurnDependencies:
+    """What every turn of a service shares: the repositories, the model guards, the memory rules."""
+
+    store: Repositories
+    limits: Limits
+    breaker: CircuitBreaker
+    summarizer: Summarizer | None
+    clock: Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """The user's message this turn answers: as stored (`user_message`), its text, when it reached
+    us (`since_ms`: nothing is stored if the user was erased since), and, for a message with a
+    client id, this delivery's hold on that id (`lease`, decision 0009), released if the turn ends
+    without a stored reply, so a retry need not wait for it to run out."""
+
+    user_message: Message
+    text: str
+    since_ms: int
+    client_message_id: str | None = None
+    lease: str | None = None
+
+
+class Deadline:
+    """When a turn must be over (`turn_deadline_s` after it began), on the monotonic clock."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._ends = clock() + seconds
+
+    def left(self, keep_s: float = 0.0) -> float:
+        """Seconds until the deadline, less `keep_s` (never below zero)."""
+        return max(0.0, self._ends - keep_s - self._clock())
+
+
+@dataclass(frozen=True)
+class TurnWatch:
+    """What keeps a turn to its time (`deadline`) and counts what it did (`ledger`, the turn's
+    `turn_responded` line and metrics)."""
+
+    deadline: Deadline
+    ledger: TurnLedger
+
 
 logger = Logger(child=True)
+
 
 T = TypeVar("T")
 
@@ -287,3 +355,52 @@ class Turn:
         if self.result is None:  # unreachable: a completed stream always sets the result
             raise RuntimeError("the turn finished without a result")
         return self.result
+
+
+async def fold_summary(deps: TurnDependencies, prepared: PreparedTurn, new: tuple[Message, ...], since_ms: int) -> None:
+    """Fold what left the window into the summary, given what the turn read and what it stored."""
+    if prepared.loaded.degraded:
+        return
+    loaded = prepared.loaded
+    user_id = prepared.agent.context.user_id
+    await fold_if_due(deps, user_id, [*loaded.messages, *new], loaded.summary, prepared.features, since_ms, new)
+
+
+async def fold_if_due(
+    deps: TurnDependencies,
+    user_id: str,
+    messages: Sequence[Message],
+    summary: ConversationSummary | None,
+    features: MemoryFeatures,
+    since_ms: int,
+    new: Sequence[Message] = (),
+) -> None:
+    """The fold a turn makes when `messages` (what its read returned, then the `new` ones it stored,
+    oldest first) and `summary` are what it saw: only when one is due, at `deps.clock()`. The
+    memory benchmark calls it with a read and nothing new. Never raises."""
+    if deps.summarizer is None or not features.summary:
+        return
+    limits = deps.limits
+    read = messages[: len(messages) - len(new)]
+    through = summary.through_message_id if summary else None
+    start = conversation_start(messages, deps.clock(), features.conversation_rules(limits.conversations))
+    reached = read_reached_summary(read, limits.history_load_limit, through)
+    reach = fold_reach(messages, start, through, limits.fold, reached)
+    if reach is None:
+        return
+    try:
+        oldest = await asyncio.to_thread(
+            deps.store.conversations.oldest_unsummarized, user_id, summary, limits.fold_read_limit
+        )
+        read_all = len(oldest) < limits.fold_read_limit
+        # More than this turn added, so a backlog shrinks every turn, however large its messages.
+        due = fold_batch(oldest, reach, limits.fold_max_tokens, read_all, min_units=len(units_of(new)) + 1)
+        if not due:
+            return
+        folded = await deps.summarizer.summarize(due, summary)
+        await asyncio.to_thread(deps.store.writes.save_summary, user_id, folded, since_ms)
+    except Exception as error:  # best effort: the next turn folds the same messages
+        logger.warning("Summary fold failed", extra={"reason": type(error).__name__})
+        count_metric("SummaryFoldFailed")
+        return
+    logger.info("Folded messages into the summary", extra={"folded": len(due), "backlog": not reached})

@@ -18,10 +18,9 @@ from typing import TypeAlias
 from aws_lambda_powertools import Logger
 
 from onboarding.audit import Caller, context_counts, record_access
+from onboarding.breaker import CircuitBreaker
 from onboarding.config import Limits
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
-from onboarding.llm.resilience import CircuitBreaker
-from onboarding.llm.summarizer import Summarizer
 from onboarding.llm.wording import reset_reply
 from onboarding.memory.conversations import is_reset_command
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
@@ -39,6 +38,7 @@ from onboarding.model.text import is_blank, normalized_text
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import CLIENT_ID_PATTERN
 from onboarding.recall.recaller import NOT_TRIED, Recall, Recaller
+from onboarding.summary import Summarizer
 from onboarding.telemetry import TurnLedger, counting, turn_received
 from onboarding.turn.orchestrator import (
     OnboardingAgentOrchestrator,
@@ -46,8 +46,7 @@ from onboarding.turn.orchestrator import (
     degraded_context,
     single_prompt_context,
 )
-from onboarding.turn.parts import Deadline, Delivery, TurnDependencies, TurnResult, TurnWatch
-from onboarding.turn.run import Turn
+from onboarding.turn.run import Deadline, Delivery, Turn, TurnDependencies, TurnResult, TurnWatch
 
 logger = Logger(child=True)
 

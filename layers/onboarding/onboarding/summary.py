@@ -1,18 +1,32 @@
-"""Owns what a fold takes into the summary after a turn: the messages the window will not hold.
+"""Owns the rolling summary: when a fold is due and what it takes, its prompt, and its model call.
 
-Those before the conversation start, and the oldest once the unsummarized part grows past the
-policy's limits, so the summary plus the window cover every message. A fold takes the oldest
-unsummarized messages first, in order, a bounded amount at a time (`fold_batch`): a backlog (folds
-that failed, or the memory or summary switched off for a while) is caught up over as many turns
-as it needs, and nothing older than what a fold takes is ever passed over (issue 28).
+What a fold takes: the messages the window will not hold. Those before the conversation start,
+and the oldest once the unsummarized part grows past the policy's limits, so the summary plus the
+window cover every message. A fold takes the oldest unsummarized messages first, in order, a
+bounded amount at a time (`fold_batch`): a backlog (folds that failed, or the memory or summary
+switched off for a while) is caught up over as many turns as it needs, and nothing older than what
+a fold takes is ever passed over.
+
+The model call (`Summarizer`) is one call without tools. If it fails, nothing is lost: the
+messages stay unsummarized, and the next fold takes them (folds are computed from what is stored,
+not remembered). Reading what to fold and storing the new summary are the turn's
+(`turn.run.fold_if_due`), like every other read and write of a turn. LangChain is imported by the
+call itself, so what needs only the rules does not load it.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from onboarding.config import FoldPolicy
+from onboarding.memory.transcript import cap_summary, transcript_lines
 from onboarding.memory.window import units_messages, units_of, units_tokens, unsummarized
+from onboarding.model.history import ConversationSummary
 from onboarding.model.messages import Message
+from onboarding.telemetry import record_usage
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 
 @dataclass(frozen=True)
@@ -109,3 +123,39 @@ def fold_batch(
     if taken == len(units) and not read_all:
         taken = max((i for i in range(1, taken) if units[i][0].role == "user"), default=taken)
     return tuple(message for unit in units[:taken] for message in unit)
+
+
+SUMMARY_SYSTEM_PROMPT = (
+    "You keep a running summary of a fitness coach's conversation with a client. Update the summary "
+    "with the new messages. Keep every fact the client stated (names, numbers, dates, injuries, "
+    "preferences, decisions) as short '- ' lines; drop greetings and small talk. Answer with the "
+    "updated summary only."
+)
+
+
+def render_summary_request(current_summary: str | None, lines: Sequence[str]) -> str:
+    """The user message of a summary request: the summary so far and the messages to fold in."""
+    return f"Current summary:\n{current_summary or '(none)'}\n\nNew messages:\n" + "\n".join(lines)
+
+
+class Summarizer:
+    def __init__(self, llm: "BaseChatModel", max_tokens: int) -> None:
+        self._llm = llm
+        self._max_tokens = max_tokens
+
+    async def summarize(self, due: Sequence[Message], summary: ConversationSummary | None) -> ConversationSummary:
+        """The summary that also covers `due` (oldest first, not empty). Raises what the model raises."""
+        from langchain_core.messages import HumanMessage, SystemMessage
+
+        lines = transcript_lines(due)
+        text = summary.text if summary else None
+        if lines:
+            reply = await self._llm.ainvoke(
+                [
+                    SystemMessage(content=SUMMARY_SYSTEM_PROMPT),
+                    HumanMessage(content=render_summary_request(text, lines)),
+                ]
+            )
+            text = str(reply.text)
+            record_usage(getattr(reply, "usage_metadata", None))
+        return ConversationSummary(cap_summary(text or "", self._max_tokens), due[-1].message_id)
