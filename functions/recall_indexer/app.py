@@ -16,7 +16,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from onboarding.composition import build_indexer
 from onboarding.config import Settings
-from onboarding.persistence.changes import message_change
 from onboarding.recall.indexer import MessageIndexer
 
 logger = Logger()
@@ -26,9 +25,7 @@ def make_handler(indexer: MessageIndexer) -> Any:
     """The Lambda handler (tests pass their own indexer)."""
 
     def apply(record: DynamoDBRecord) -> None:
-        change = message_change(record.raw_event, time.time())
-        if change is not None:
-            indexer.apply(change)
+        indexer.apply_record(record.raw_event, time.time())
 
     @logger.inject_lambda_context
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

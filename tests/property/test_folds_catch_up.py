@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from onboarding.config import Limits
-from onboarding.memory.conversations import conversation_start
-from onboarding.summary import fold_batch, fold_reach, read_reached_summary
 from onboarding.memory.transcript import transcript_lines
+from onboarding.memory.window import conversation_start
 from onboarding.model.history import ConversationSummary, TurnContext
 from onboarding.model.messages import Message
+from onboarding.summary import fold_batch, fold_reach, read_reached_summary
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 
 from .test_memory_rules import START, _at, _limits, _NoReads, _view, conversations

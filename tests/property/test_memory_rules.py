@@ -20,15 +20,22 @@ from onboarding.config.settings import kept_prompt_tokens
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import message_texts
 from onboarding.llm.tools import build_tools
-from onboarding.memory.conversations import conversation_start, is_reset_command
-from onboarding.summary import fold_batch, fold_candidates, fold_reach, read_reached_summary
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.transcript import transcript_lines
-from onboarding.memory.window import carried_over, fit_window, message_tokens, units_of, window_candidates
+from onboarding.memory.window import (
+    carried_over,
+    conversation_start,
+    fit_window,
+    is_reset_command,
+    message_tokens,
+    units_of,
+    window_candidates,
+)
 from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.history import ConversationSummary, TurnContext
 from onboarding.model.messages import Message, ToolCall
 from onboarding.model.text import is_blank
+from onboarding.summary import fold_batch, fold_candidates, fold_reach, read_reached_summary
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 
 from .strategies import content

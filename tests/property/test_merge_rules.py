@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from onboarding.linking import merge_profile, merge_state, merge_summaries
 from onboarding.llm.wording import STEP_PROMPTS
-from onboarding.memory.merge_rules import merge_profile, merge_state, merge_summaries
 from onboarding.memory.transcript import transcript_lines
 from onboarding.model.answers import Answer, PreviousValue, read_answer, same_value
 from onboarding.model.history import ConversationSummary

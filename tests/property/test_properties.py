@@ -17,7 +17,7 @@ from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import DEFAULT_LIMITS, Limits, Settings
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import message_texts
-from onboarding.memory.conversations import is_reset_command
+from onboarding.memory.window import is_reset_command
 from onboarding.model.messages import Message, Role
 from onboarding.model.text import is_blank
 from onboarding.persistence import Repositories

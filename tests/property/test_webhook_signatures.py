@@ -13,9 +13,9 @@ from twilio.request_validator import RequestValidator
 
 from functions.sms_webhook.app import make_handler
 from infra.local.lambda_runner import LocalLambdaContext
+from onboarding.composition import sms_intake
 from onboarding.config import DEFAULT_LIMITS
 from onboarding.persistence import Repositories
-from onboarding.sms.intake import SmsIntake
 from onboarding.sms.queue import TurnQueue
 
 TOKEN = "property-test-token"  # noqa: S105 - a test value
@@ -59,7 +59,7 @@ def test_unsigned_or_missigned_requests_are_403_and_touch_nothing(
     store: Repositories, sms_queue: str, idempotency_table: str
 ) -> None:
     sqs = boto3.client("sqs", region_name="us-east-1")
-    intake = SmsIntake(store, TurnQueue(sqs, sms_queue), DEFAULT_LIMITS)
+    intake = sms_intake(store, TurnQueue(sqs, sms_queue), DEFAULT_LIMITS)
     handler = make_handler(intake, lambda: TOKEN, lambda: URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
 
     # The handler and clients are built once: per example only the request changes.

@@ -4,7 +4,12 @@ import hashlib
 import uuid
 from typing import Any
 
+from onboarding.account import AccountService
+from onboarding.config import DEFAULT_LIMITS
+from onboarding.linking import PhoneLinking
+from onboarding.persistence import Repositories
 from onboarding.sms.inbound import SmsTurnRequest
+from onboarding.sms.sealing import KeyLookup
 
 
 def sqs_record(request: SmsTurnRequest | str, group: str | None = None, receive_count: int = 1) -> dict[str, Any]:
@@ -33,3 +38,8 @@ def sqs_record(request: SmsTurnRequest | str, group: str | None = None, receive_
 
 def sqs_event(*records: dict[str, Any]) -> dict[str, Any]:
     return {"Records": list(records)}
+
+
+def text_keys(store: Repositories) -> KeyLookup:
+    """How the worker finds the key that sealed a queued text: through the phone's service."""
+    return PhoneLinking(store, DEFAULT_LIMITS, AccountService(store, DEFAULT_LIMITS)).queued_text_key

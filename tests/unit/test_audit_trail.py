@@ -16,10 +16,10 @@ from functions.api.mobile_api.routes import create_app
 from infra.console.context import ConsoleContext
 from infra.inspect_prompt import inspect
 from onboarding.account import AccountService
+from onboarding.composition import sms_intake
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
 from onboarding.sms.inbound import InboundSms
-from onboarding.sms.intake import SmsIntake
 from onboarding.sms.queue import TurnQueue
 from onboarding.turn.service import TurnService
 from tests.unit.test_api import identity
@@ -139,7 +139,7 @@ async def test_an_erase_is_audited_with_what_it_deleted(
 async def test_an_erase_by_text_is_audited_as_the_webhook_function(
     store: Repositories, settings: Settings, sms_queue: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), settings)
+    intake = sms_intake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), settings)
 
     def text(sid: str, body: str) -> str | None:
         return intake.accept(InboundSms(message_id=sid, from_phone="+15551230001", to_phone="+15550000000", body=body))

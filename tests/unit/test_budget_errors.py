@@ -18,13 +18,14 @@ from functions.api.mobile_api.routes import create_app
 from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
 from onboarding.breaker import CircuitBreaker
+from onboarding.composition import sms_responder
 from onboarding.config import Settings
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.history import TurnContext
 from onboarding.persistence import Repositories
 from onboarding.sms.inbound import SmsTurnRequest
-from onboarding.sms.responder import TOO_LONG, SmsResponder
+from onboarding.sms.responder import TOO_LONG
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
 from tests.unit.test_api import identity, parse_sse
@@ -116,7 +117,7 @@ def test_an_sms_that_does_not_fit_gets_the_too_long_answer(
     tight_service: TurnService, store: Repositories, dynamodb: Any, message: str
 ) -> None:
     with TwilioEmulator() as twilio:
-        responder = SmsResponder(tight_service, store, sender_for(twilio))
+        responder = sms_responder(tight_service, store, sender_for(twilio))
         request = SmsTurnRequest(
             message_id="SM" + "1" * 32, user_id="u", from_phone="+15551230001", to_phone="+15550001111", text=message
         )

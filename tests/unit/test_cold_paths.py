@@ -29,9 +29,9 @@ def test_the_sms_functions_answer_and_keep_idempotency_records_on_one_dynamodb_c
     settings: Settings, emulator: object
 ) -> None:
     webhook = build_webhook(settings, WebhookSettings.from_env(SMS))
-    assert webhook.idempotency.client is webhook.intake._store.phones._client
+    assert webhook.idempotency.client is webhook.intake._linking.store.phones._client
     worker = build_worker(settings, WorkerSettings.from_env(SMS | {"TWILIO_ACCOUNT_SID": "AC" + "0" * 32}))
-    assert worker.idempotency.client is worker.responder._store.phones._client
+    assert worker.idempotency.client is worker.responder._linking.store.phones._client
 
 
 @pytest.mark.usefixtures("dynamodb")
@@ -50,7 +50,7 @@ def test_the_webhook_builds_no_index_client_until_an_erase_by_text_needs_it(
     with_index = settings.model_copy(update={"recall_index_arn": RECALL_INDEX_ARN})
     webhook = build_webhook(with_index, WebhookSettings.from_env(SMS))
     assert "s3vectors" not in made
-    index = webhook.intake._index
+    index = webhook.intake._account.index
     assert index is not None
     assert index.client.meta.service_model.service_name == "s3vectors"  # made, and the right one, when used
     assert made.count("s3vectors") == 1

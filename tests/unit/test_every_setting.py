@@ -26,11 +26,10 @@ from infra.local.bedrock_emulator.coach import CoachReply, ToolCall
 from infra.local.bedrock_emulator.recorded import Fault
 from onboarding.account import AccountService
 from onboarding.breaker import CircuitBreaker
-from onboarding.composition import build_account, build_orchestrator, build_repositories, build_turn_service
+from onboarding.composition import build_account, build_orchestrator, build_repositories, build_turn_service, sms_intake
 from onboarding.config import Limits, Settings, WebhookSettings, WorkerSettings
 from onboarding.llm.wording import RESET_REPLY_WITH_STEP, STEP_PROMPTS
 from onboarding.llm.working_copy import WorkingCopy
-from onboarding.summary import fold_due
 from onboarding.memory.tokens import count_tokens
 from onboarding.model.errors import (
     InvalidPageSizeError,
@@ -49,8 +48,9 @@ from onboarding.persistence import Repositories
 from onboarding.persistence.codec import state_item
 from onboarding.persistence.keys import client_key, erased_key
 from onboarding.sms.inbound import InboundSms
-from onboarding.sms.intake import ERASE_NOT_ASKED, SmsIntake
+from onboarding.sms.intake import ERASE_NOT_ASKED
 from onboarding.sms.queue import TurnQueue
+from onboarding.summary import fold_due
 from onboarding.turn.run import TurnTimedOutError
 from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
@@ -551,7 +551,9 @@ def test_an_erase_by_text_is_confirmed_within_erase_confirmation_window_s(dynamo
     clock = FakeClock(1_800_000_000.0)
     settings = settings_with(erase_confirmation_window_s=120)
     store = repositories(dynamodb, settings, clock)
-    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), settings, clock=clock)
+    intake = sms_intake(
+        store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), settings, clock=clock
+    )
 
     def text(sid: str, body: str) -> str | None:
         return intake.accept(InboundSms(message_id=sid, from_phone="+15551230001", to_phone="+15550000000", body=body))
@@ -681,7 +683,7 @@ async def test_history_pages_follow_history_page_size_and_max_over_http(dynamodb
     assert (refused.status_code, refused.json()["error"]) == (400, "invalid_request")
     assert "between 1 and 5" in refused.json()["message"]
     with pytest.raises(InvalidPageSizeError):
-        await small.history("u", 6)
+        small.history("u", 6)
     defaults = build_account(settings_with(), store)
     assert len((await page(defaults, "")).json()["messages"]) == 8  # 20 by default: all 8
     assert len((await page(defaults, "?limit=6")).json()["messages"]) == 6

@@ -22,7 +22,7 @@ from onboarding.persistence import Repositories
 from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.sealing import read_queued
 from tests.support.setting_effects import observes
-from tests.support.sqs_events import sqs_event, sqs_record
+from tests.support.sqs_events import sqs_event, sqs_record, text_keys
 
 TOKEN, ROTATED = "token-one", "token-two"
 URL = "https://other.example.com/v1/sms"
@@ -102,7 +102,7 @@ def test_the_webhook_takes_its_queue_table_token_url_and_window_from_the_environ
     assert webhook_call(handler, "SM2", token="some-other-token") == 403  # noqa: S106 - a test value
     assert webhook_call(handler, "SM3", url="https://elsewhere.example.com/sms") == 403
     queued = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
-    assert [getattr(read_queued(m["Body"], store), "message_id", None) for m in queued] == ["SM1"]
+    assert [getattr(read_queued(m["Body"], text_keys(store)), "message_id", None) for m in queued] == ["SM1"]
     [expires] = idempotency_expirations()
     assert abs(expires - (time.time() + 900)) < 60
 

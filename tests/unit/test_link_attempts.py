@@ -12,9 +12,10 @@ from typing import Any
 import boto3
 import pytest
 
+from onboarding.account import AccountService
 from onboarding.audit import Caller
+from onboarding.composition import sms_intake
 from onboarding.config import RateLimit, Settings
-from onboarding.erasing import erase_memory
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import LINK_TRIES_PREFIX, link_tries_key
 from onboarding.persistence.phones import BUSY_RETRY_S, PENDING_WAITS_S, LinkAttempt, LinkLockout, LinkRequests
@@ -72,7 +73,9 @@ def test_two_right_codes_texted_at_once_from_a_fresh_phone_are_both_asked_to_con
     code = store.phones.create_link_code("app-user").code
     texted(intake, "Hi coach")  # the phone is known; it has texted no code yet
     store = Repositories.over(_FirstUpdatesMeet(dynamodb, 2), TABLE, SETTINGS, clock=clock)  # type: ignore[arg-type]
-    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), SETTINGS, clock=clock)
+    intake = sms_intake(
+        store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), SETTINGS, clock=clock
+    )
     answers: list[str | None] = [None, None]
 
     def link(index: int) -> None:
@@ -143,7 +146,7 @@ def test_a_text_that_waited_in_vain_is_asked_to_send_its_code_again_not_told_it_
     for _ in range(LIMIT.messages):  # counted, never settled
         store.link_requests.take_link_attempt(PHONE, LIMIT)
     impatient = replace(store, link_requests=LinkRequests(dynamodb, TABLE, clock, sleep=lambda _: None))
-    intake = SmsIntake(
+    intake = sms_intake(
         impatient, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), SETTINGS, clock=clock
     )
     assert texted(intake, "LINK ABCDEFGHJK") == LINK_BUSY
@@ -170,7 +173,7 @@ def _erase_by_text(intake: SmsIntake, _: Repositories) -> None:
 
 def _erase_the_app_user(_: SmsIntake, store: Repositories) -> None:
     """DELETE /me of the app account the phone is linked to (its erase, as the route calls it)."""
-    erase_memory(store, None, "app-user", Caller.verified_user("app-user", "DELETE:/me"))
+    AccountService(store, SETTINGS).erase("app-user", Caller.verified_user("app-user", "DELETE:/me"))
 
 
 @pytest.mark.parametrize("erase", [_erase_by_text, _erase_the_app_user], ids=["by text", "DELETE /me"])

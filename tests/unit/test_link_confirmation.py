@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
+from onboarding.composition import sms_intake
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
 from onboarding.sms.inbound import InboundSms, SmsTurnRequest
@@ -34,7 +35,7 @@ def intake_with(dynamodb: Any, sms_queue: str, clock: FakeClock, **changes: Any)
     settings = Settings(table_name=TABLE, **changes)
     store = Repositories.over(dynamodb, TABLE, settings, clock=clock)
     queue = TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue)
-    return SmsIntake(store, queue, settings, clock=clock), store
+    return sms_intake(store, queue, settings, clock=clock), store
 
 
 def texted(intake: SmsIntake, body: str, sid: list[int] = [0]) -> str | None:  # noqa: B006  (a counter)

@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 
 from functions.sms_webhook.app import make_handler
 from infra.local.twilio_emulator import TwilioEmulator, webhook_form
+from onboarding.composition import sms_intake, sms_responder
 from onboarding.config import Settings
 from onboarding.model.answers import answer_value, read_answer
 from onboarding.model.history import ConversationSummary
@@ -19,9 +20,8 @@ from onboarding.model.messages import Message, ToolCall
 from onboarding.model.profile import UserProfile
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
-from onboarding.sms.intake import ERASE_NOT_ASKED, LINKED, SmsIntake
+from onboarding.sms.intake import ERASE_NOT_ASKED, LINKED
 from onboarding.sms.queue import TurnQueue
-from onboarding.sms.responder import SmsResponder
 from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock
 from tests.support.seed import commit
@@ -44,7 +44,7 @@ def handler(
     store: Repositories, sms_queue: str, idempotency_table: str, settings: Settings, clock: FakeClock
 ) -> Handler:
     queue = TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue)
-    intake = SmsIntake(store, queue, settings, clock=clock)
+    intake = sms_intake(store, queue, settings, clock=clock)
     return make_handler(intake, lambda: TOKEN, lambda: URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
 
 
@@ -137,7 +137,7 @@ async def test_a_merge_that_fails_is_finished_before_the_next_text_is_answered(
 
     # The number's next text, queued for the SMS user before the link finished, is answered as
     # the app user, after the texted memory has joined it.
-    await SmsResponder(service, store, sender_for(twilio)).respond(request("SM-next", "hi", user_id=sms_user))
+    await sms_responder(service, store, sender_for(twilio)).respond(request("SM-next", "hi", user_id=sms_user))
     joined = store.conversations.load_turn("app-user", 20)
     assert answer_value(joined.state.agent_context[FITNESS]["current_activity"]) == "runs twice"
     assert "hi" in [m.content for m in joined.messages]

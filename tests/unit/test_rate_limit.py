@@ -14,12 +14,13 @@ from infra.local.lambda_runner import LocalLambdaContext
 from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.account import AccountService
 from onboarding.breaker import CircuitBreaker
+from onboarding.composition import sms_responder
 from onboarding.config import RateLimit, Settings
 from onboarding.model.errors import RateLimitedError, StoreError, TurnInProgressError
 from onboarding.model.messages import Message
 from onboarding.persistence import Repositories
 from onboarding.sms.inbound import SmsTurnRequest
-from onboarding.sms.responder import SLOW_DOWN, SmsResponder
+from onboarding.sms.responder import SLOW_DOWN
 from onboarding.sms.sender import TwilioSender
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
@@ -169,7 +170,7 @@ def test_sms_over_the_limit_gets_one_slow_down_text_per_window(
 ) -> None:
     sender = TwilioSender(twilio.account_sid, lambda: twilio.auth_token, twilio.url)
     handler = make_handler(
-        SmsResponder(limited_service, limited_store, sender), DynamoDBPersistenceLayer(table_name=idempotency_table)
+        sms_responder(limited_service, limited_store, sender), DynamoDBPersistenceLayer(table_name=idempotency_table)
     )
 
     def text(sid: str, body: str) -> dict[str, Any]:

@@ -23,7 +23,8 @@ from onboarding.model.history import ConversationSummary, TurnContext
 from onboarding.model.messages import Message, Role
 from onboarding.persistence import Repositories
 from onboarding.persistence.changes import MessageChange, message_change
-from onboarding.recall.indexing import embedded_text, metadata, recalled_message, vector_key
+from onboarding.recall.indexer import embedded_text
+from onboarding.recall.vectors import metadata, recalled_message, vector_key
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
 from tests.unit.conftest import TABLE
@@ -326,14 +327,14 @@ async def test_an_erase_takes_the_user_s_vectors_too(
     index_stored(recall_settings, store, "u")
     index_stored(recall_settings, store, "other")
     vectors = vector_index.buckets["recall-test"]["messages"].vectors
-    report = await build_account(recall_settings, store).erase("u")
+    report = build_account(recall_settings, store).erase("u")
     assert report.messages == 4
     assert {key.rpartition("#")[0] for key in vectors} == {"other"}
     erased = [line for line in logged(caplog, "Context access") if line.get("access") == "erase"]
     assert [line["what_vectors"] for line in erased] == [4]
     vector_index.fail_next(3)  # no answer in all 3 tries: the erase stands, the stream deletes them later
     capsys.readouterr()
-    assert (await build_account(recall_settings, store).erase("other")).messages == 4
+    assert build_account(recall_settings, store).erase("other").messages == 4
     assert '"RecallForgetFailed"' in capsys.readouterr().out
 
 

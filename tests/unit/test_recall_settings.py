@@ -14,7 +14,7 @@ from onboarding.config import Settings
 from onboarding.persistence import Repositories
 from onboarding.persistence.changes import MessageChange
 from onboarding.recall.embeddings import build_embeddings
-from onboarding.recall.indexing import vector_key
+from onboarding.recall.vectors import vector_key
 from tests.support.setting_effects import observes
 from tests.unit.test_recall import index_stored, stored_earlier, turn
 

@@ -12,8 +12,9 @@ from typing import Any
 import boto3
 import pytest
 
+from onboarding.account import AccountService
 from onboarding.audit import Caller
-from onboarding.erasing import erase_memory
+from onboarding.config import DEFAULT_LIMITS
 from onboarding.model.users import PhoneOwner
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import TEXT_KEY_PREFIX, text_key
@@ -21,6 +22,7 @@ from onboarding.sms.inbound import InboundSms, SmsTurnRequest
 from onboarding.sms.intake import SmsIntake
 from onboarding.sms.sealing import QueuedTextError, SealedText, read_queued
 from tests.support.clock import FakeClock
+from tests.support.sqs_events import text_keys
 from tests.unit.conftest import TABLE
 from tests.unit.test_link_confirmation import intake_with
 
@@ -72,7 +74,7 @@ def test_a_queued_text_holds_neither_the_text_nor_the_number_in_the_clear(
     assert TOLD not in whole
     assert PHONE.removeprefix("+") not in whole
     assert "SM" + "1" not in json.dumps(message["Attributes"]), "the MessageSid names the text at Twilio"
-    request = read_queued(message["Body"], store)
+    request = read_queued(message["Body"], text_keys(store))
     assert request is not None
     assert (request.text, request.from_phone, request.user_id) == (TOLD, PHONE, _owner(store))
 
@@ -90,9 +92,9 @@ def test_an_erase_leaves_the_users_queued_texts_unreadable(
     other = InboundSms(message_id="SM-other", from_phone="+15551230999", to_phone="+15550000000", body="Hello")
     intake.accept(other)
     messages = {m["Attributes"]["MessageGroupId"]: m["Body"] for m in _taken(sms_queue)}
-    assert read_queued(messages[erased], store) is None
+    assert read_queued(messages[erased], text_keys(store)) is None
     [kept] = [body for group, body in messages.items() if group != erased]
-    assert getattr(read_queued(kept, store), "text", None) == "Hello"
+    assert getattr(read_queued(kept, text_keys(store)), "text", None) == "Hello"
 
 
 def test_a_text_queued_before_its_phone_is_linked_is_read_after_the_merge(
@@ -109,11 +111,11 @@ def test_a_text_queued_before_its_phone_is_linked_is_read_after_the_merge(
     assert "Linked!" in (_text(intake, "YES") or "")
     assert store.erasure.erased_mark(sms_user) is not None, "the merge erased the SMS-only user"
     [message] = _taken(sms_queue)
-    request = read_queued(message["Body"], store)
+    request = read_queued(message["Body"], text_keys(store))
     assert request is not None
     assert (request.text, request.user_id) == (TOLD, sms_user)
-    erase_memory(store, None, "app-user", Caller.verified_user("app-user", "DELETE:/me"))
-    assert read_queued(message["Body"], store) is None
+    AccountService(store, DEFAULT_LIMITS).erase("app-user", Caller.verified_user("app-user", "DELETE:/me"))
+    assert read_queued(message["Body"], text_keys(store)) is None
 
 
 def test_no_key_is_made_for_a_user_erased_after_the_text_came_in(
@@ -126,7 +128,7 @@ def test_no_key_is_made_for_a_user_erased_after_the_text_came_in(
     user = _owner(store)
     received_ms = int(clock() * 1000)
     clock.advance(0.5)
-    erase_memory(store, None, user, Caller.function("sms:erase-by-text"))
+    AccountService(store, DEFAULT_LIMITS).erase(user, Caller.function("sms:erase-by-text"))
     store.phones.find_or_create_owner(PHONE, lambda: user)  # even with the number theirs again
     assert store.text_keys.for_queueing(PHONE, user, received_ms) is None
     left = dynamodb.get_item(TableName=TABLE, Key=text_key(user, user)).get("Item")
@@ -147,7 +149,7 @@ def test_a_text_whose_number_was_linked_meanwhile_is_queued_for_the_app_user(
     monkeypatch.setattr(store.phones, "find_or_create_owner", lambda *_: stale)  # as read before the link
     _text(intake, TOLD)
     [message] = _taken(sms_queue)
-    request = read_queued(message["Body"], store)
+    request = read_queued(message["Body"], text_keys(store))
     assert request is not None
     assert (request.user_id, request.text) == ("app-user", TOLD)
 
@@ -166,7 +168,7 @@ def test_a_sealed_text_cannot_be_altered_or_passed_off_as_another_users(
     relabelled = mine.model_copy(update={"user_id": theirs.user_id, "key_id": theirs.key_id})
     for forged in (altered, cut_short, not_base64, relabelled):
         with pytest.raises(QueuedTextError):
-            read_queued(forged.model_dump_json(), store)
+            read_queued(forged.model_dump_json(), text_keys(store))
 
 
 def test_bodies_that_are_not_texts_we_queued_are_refused_without_quoting_them(
@@ -175,7 +177,7 @@ def test_bodies_that_are_not_texts_we_queued_are_refused_without_quoting_them(
     _, store = parts
     for body in ("not json", json.dumps({"text": TOLD, "from_phone": PHONE})):
         with pytest.raises(QueuedTextError) as refused:
-            read_queued(body, store)
+            read_queued(body, text_keys(store))
         assert TOLD not in str(refused.value)
         assert refused.value.__cause__ is None
 
@@ -184,7 +186,7 @@ def test_a_text_queued_by_the_version_before_sealing_is_still_read(parts: tuple[
     """So a deploy loses no text waiting in the queue."""
     _, store = parts
     plain = SmsTurnRequest(message_id="SM9", user_id="sms-1", from_phone=PHONE, to_phone="+15550000000", text="hi")
-    assert read_queued(plain.model_dump_json(), store) == plain
+    assert read_queued(plain.model_dump_json(), text_keys(store)) == plain
 
 
 def test_the_key_is_in_the_users_partition_and_the_erase_report_does_not_count_it(

@@ -16,12 +16,14 @@ from twilio.request_validator import RequestValidator
 from functions.sms_webhook.app import make_handler
 from infra.local.lambda_runner import LocalLambdaContext
 from infra.local.twilio_emulator import webhook_form
+from onboarding.composition import sms_intake
 from onboarding.config import DEFAULT_LIMITS
 from onboarding.persistence import Repositories
 from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.intake import LINK_REFUSED, LINKED, TEXT_ONLY, SmsIntake
 from onboarding.sms.queue import TurnQueue
 from onboarding.sms.sealing import read_queued
+from tests.support.sqs_events import text_keys
 from tests.unit.conftest import TABLE
 
 TOKEN = "test-auth-token"  # noqa: S105 - a test value
@@ -40,7 +42,7 @@ def queued(sms_queue: str, dynamodb: Any) -> Callable[[], list[SmsTurnRequest]]:
         messages = sqs.receive_message(QueueUrl=sms_queue, MaxNumberOfMessages=10).get("Messages", [])
         for message in messages:  # as the worker's event source does, so the user's group moves on
             sqs.delete_message(QueueUrl=sms_queue, ReceiptHandle=message["ReceiptHandle"])
-        opened = [read_queued(m["Body"], store) for m in messages]
+        opened = [read_queued(m["Body"], text_keys(store)) for m in messages]
         assert None not in opened, "a queued text that its key does not open"
         return [request for request in opened if request is not None]
 
@@ -49,7 +51,7 @@ def queued(sms_queue: str, dynamodb: Any) -> Callable[[], list[SmsTurnRequest]]:
 
 @pytest.fixture
 def handler(store: Repositories, sms_queue: str, idempotency_table: str) -> Handler:
-    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS)
+    intake = sms_intake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS)
     return make_handler(intake, lambda: TOKEN, lambda: URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
 
 
@@ -248,7 +250,7 @@ def test_a_queue_failure_is_503_and_a_retry_then_goes_through(
 ) -> None:
     form = webhook_form("SM1", PHONE, "hi")
     broken = make_handler(
-        SmsIntake(
+        sms_intake(
             store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue + "-missing"), DEFAULT_LIMITS
         ),
         lambda: TOKEN,
@@ -280,8 +282,9 @@ def test_a_concurrent_duplicate_is_acknowledged_while_the_first_runs(
                 inner.append(call(handler, event(webhook_form("SM1", PHONE, "hi"))))
             return super().accept(sms)
 
+    composed = sms_intake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS)
     handler = make_handler(
-        ReentrantIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS),
+        ReentrantIntake(composed._linking, composed._account, composed._queue, DEFAULT_LIMITS),
         lambda: TOKEN,
         lambda: URL,
         persistence,
@@ -326,7 +329,7 @@ def test_an_unreadable_auth_token_is_503_and_nothing_is_queued(
     def token() -> str:
         raise GetParameterError("ssm down")
 
-    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS)
+    intake = sms_intake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS)
     handler = make_handler(intake, token, lambda: URL, DynamoDBPersistenceLayer(table_name=idempotency_table))
     assert call(handler, event(webhook_form("SM1", PHONE, "hi")))["statusCode"] == 503
     assert queued() == []
@@ -335,7 +338,7 @@ def test_an_unreadable_auth_token_is_503_and_nothing_is_queued(
 def test_an_unreachable_dedupe_table_is_503_and_nothing_is_queued(
     store: Repositories, sms_queue: str, queued: Callable[[], list[SmsTurnRequest]]
 ) -> None:
-    intake = SmsIntake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS)
+    intake = sms_intake(store, TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue), DEFAULT_LIMITS)
     missing = DynamoDBPersistenceLayer(table_name="no-such-idempotency-table")
     handler = make_handler(intake, lambda: TOKEN, lambda: URL, missing)
     assert call(handler, event(webhook_form("SM1", PHONE, "hi")))["statusCode"] == 503

@@ -13,9 +13,10 @@ from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.bedrock_emulator.recorded import Fault
 from infra.local.lambda_runner import LocalLambdaContext
 from infra.local.twilio_emulator import TwilioEmulator
+from onboarding.composition import sms_responder
 from onboarding.persistence import Repositories
 from onboarding.sms.inbound import SmsTurnRequest
-from onboarding.sms.responder import MODEL_APOLOGY, TOO_LONG, SmsResponder
+from onboarding.sms.responder import MODEL_APOLOGY, TOO_LONG
 from onboarding.sms.sender import SendError, TwilioSender
 from onboarding.sms.split import split_message
 from onboarding.turn.service import TurnService
@@ -32,7 +33,7 @@ def sender_for(twilio: TwilioEmulator) -> TwilioSender:
 
 @pytest.fixture
 def handler(service: TurnService, store: Repositories, twilio: TwilioEmulator, idempotency_table: str) -> Handler:
-    responder = SmsResponder(service, store, sender_for(twilio))
+    responder = sms_responder(service, store, sender_for(twilio))
     return make_handler(responder, DynamoDBPersistenceLayer(table_name=idempotency_table))
 
 
@@ -86,9 +87,9 @@ def test_a_long_reply_is_sent_in_parts_cut_at_sentences(
 ) -> None:
     sentence = "Thanks, noted. " * 20 + "So far we have a great deal to cover, step by step! "
     long_text = sentence * 12
-    responder = SmsResponder(service, store, sender_for(twilio))
+    responder = sms_responder(service, store, sender_for(twilio))
     sent_before = len(twilio.sent)
-    parts = responder._send(split_message(long_text), request("SM1", "x"))
+    parts = responder._send_now(split_message(long_text), request("SM1", "x"))
     assert parts == len(twilio.sent) - sent_before > 1
     assert all(len(s.body) <= 1600 for s in twilio.sent)
     assert all(s.body.endswith(("!", ".")) for s in twilio.sent)
@@ -130,7 +131,7 @@ def test_other_twilio_errors_fail_the_record_for_a_retry(
 ) -> None:
     wrong_token = TwilioSender(twilio.account_sid, lambda: "wrong-token", twilio.url)
     handler = make_handler(
-        SmsResponder(service, store, wrong_token), DynamoDBPersistenceLayer(table_name=idempotency_table)
+        sms_responder(service, store, wrong_token), DynamoDBPersistenceLayer(table_name=idempotency_table)
     )
     record = sqs_record(request("SM1", "Hi"))
     assert call(handler, sqs_event(record))["batchItemFailures"] == [{"itemIdentifier": record["messageId"]}]
@@ -171,7 +172,7 @@ def test_failures_leave_no_phone_number_or_text_in_the_logs(
     """Twilio's errors quote the number; pydantic's quote the input. Neither may reach the logs."""
     wrong_token = TwilioSender(twilio.account_sid, lambda: "wrong-token", twilio.url)
     handler = make_handler(
-        SmsResponder(service, store, wrong_token), DynamoDBPersistenceLayer(table_name=idempotency_table)
+        sms_responder(service, store, wrong_token), DynamoDBPersistenceLayer(table_name=idempotency_table)
     )
     private_text = "my secret knee injury"
     malformed = '{"message_id": "SM9", "from_phone": "+15551230001", "text": "' + private_text + '"}'
@@ -197,7 +198,9 @@ def test_a_retry_after_a_failed_send_stores_nothing_twice_and_sends_once(
 ) -> None:
     tokens = ["expired-token", twilio.auth_token]
     sender = TwilioSender(twilio.account_sid, lambda: tokens[0], twilio.url)
-    handler = make_handler(SmsResponder(service, store, sender), DynamoDBPersistenceLayer(table_name=idempotency_table))
+    handler = make_handler(
+        sms_responder(service, store, sender), DynamoDBPersistenceLayer(table_name=idempotency_table)
+    )
     record = sqs_record(request("SM1", "Hi coach"))
     assert call(handler, sqs_event(record))["batchItemFailures"] == [{"itemIdentifier": record["messageId"]}]
     tokens.pop(0)  # the token was rotated; SQS delivers the text again
@@ -205,7 +208,7 @@ def test_a_retry_after_a_failed_send_stores_nothing_twice_and_sends_once(
     assert [m.role for m in store.conversations.load_turn("user-1", 20).messages] == ["user", "assistant"]
     assert len(twilio.sent) == 1
     # Delivered: a later redelivery (past the dedupe window) sends nothing.
-    responder = SmsResponder(service, store, sender)
+    responder = sms_responder(service, store, sender)
     assert asyncio.run(responder.respond(request("SM1", "Hi coach"))) == 0
     assert len(twilio.sent) == 1
 

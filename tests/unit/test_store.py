@@ -235,4 +235,4 @@ def test_a_cursor_the_store_did_not_hand_out_is_rejected(store: Repositories, cu
 async def test_history_page_limits(account: AccountService, limit: int) -> None:
     """The page limit is the account service's rule now (the repository reads what it is asked)."""
     with pytest.raises(ValueError, match="between 1 and 100"):
-        await account.history("u1", limit)
+        account.history("u1", limit)

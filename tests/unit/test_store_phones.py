@@ -9,9 +9,8 @@ from botocore.exceptions import ClientError
 
 from onboarding.config import Limits
 from onboarding.model.errors import InvalidPhoneError, StoreError
-from onboarding.model.users import PhoneOwner
+from onboarding.model.users import LINK_CODE_LENGTH, PhoneOwner
 from onboarding.persistence import Repositories
-from onboarding.persistence.keys import LINK_CODE_LENGTH
 
 from .conftest import TABLE
 

@@ -116,12 +116,12 @@ def create_app(service: TurnService, account: AccountService, primer: Primer | N
         return JSONResponse(reply.model_dump(by_alias=True))
 
     @app.get("/history", dependencies=authenticated, responses=ERRORS, summary="The conversation, newest first")
-    async def history(
+    def history(
         user_id: User,
         limit: Annotated[int | None, Query(ge=1, description="At most HISTORY_PAGE_MAX (default 100).")] = None,
         cursor: Annotated[str | None, Query(max_length=512)] = None,
     ) -> HistoryResponse:
-        page = await account.history(user_id, limit, cursor, Caller.verified_user(user_id, "GET:/history"))
+        page = account.history(user_id, limit, cursor, Caller.verified_user(user_id, "GET:/history"))
         return HistoryResponse(
             messages=[
                 HistoryMessage(id=m.message_id, role=m.role, content=m.content, created_at=m.created_at)
@@ -137,18 +137,18 @@ def create_app(service: TurnService, account: AccountService, primer: Primer | N
         responses=ERRORS,
         summary="Start linking a phone: text the code from it",
     )
-    async def create_phone_link(user_id: User) -> PhoneLink:
-        link = await account.create_link_code(user_id)
+    def create_phone_link(user_id: User) -> PhoneLink:
+        link = account.create_link_code(user_id)
         return PhoneLink(code=link.code, expires_at=link.expires_at)
 
     @app.get("/phones", dependencies=authenticated, responses=ERRORS, summary="Phones linked to the user")
-    async def phones(user_id: User) -> PhonesResponse:
-        return PhonesResponse(phones=list(await account.phones(user_id)))
+    def phones(user_id: User) -> PhonesResponse:
+        return PhonesResponse(phones=list(account.phones(user_id)))
 
     @app.delete("/me", dependencies=authenticated, responses=ERRORS, summary="Erase everything stored for the user")
-    async def erase_me(user_id: User) -> ErasureResponse:
+    def erase_me(user_id: User) -> ErasureResponse:
         # Erasing again is safe after a failure: it deletes what is left and reports only that.
-        report = await account.erase(user_id, Caller.verified_user(user_id, "DELETE:/me"))
+        report = account.erase(user_id, Caller.verified_user(user_id, "DELETE:/me"))
         deleted = DeletedCounts(
             messages=report.messages,
             state_items=report.state_items,

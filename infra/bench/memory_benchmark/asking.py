@@ -16,8 +16,8 @@ from infra.local.bedrock_emulator.recorded import RecordedRequest
 from infra.local.iam.identity import acting_as
 from onboarding.audit import Caller
 from onboarding.config.flags import MemoryFeatures
-from onboarding.summary import SUMMARY_SYSTEM_PROMPT
 from onboarding.recall.recaller import Recall
+from onboarding.summary import SUMMARY_SYSTEM_PROMPT
 from onboarding.turn.service import TurnService
 
 CALLER = Caller.command("infra.memory_benchmark", "benchmark:question")

@@ -18,11 +18,10 @@ from infra.bench.memory_benchmark.dataset import Conversation, DatasetError
 from onboarding.breaker import CircuitBreaker
 from onboarding.config import Settings
 from onboarding.config.flags import DEFAULT_FEATURES
-from onboarding.summary import Summarizer
 from onboarding.model.messages import Role
 from onboarding.persistence import Repositories
-from onboarding.turn.run import TurnDependencies
-from onboarding.turn.run import fold_if_due
+from onboarding.summary import Summarizer
+from onboarding.turn.run import TurnDependencies, fold_if_due
 
 TURN_SPACING = timedelta(seconds=30)
 

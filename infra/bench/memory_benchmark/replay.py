@@ -30,8 +30,8 @@ from infra.local.twilio_emulator import post_signed_text
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
 from onboarding.llm.bedrock import build_chat_model
-from onboarding.summary import Summarizer
 from onboarding.persistence import Repositories
+from onboarding.summary import Summarizer
 from onboarding.turn.service import TurnService
 
 Judge = Callable[[Any, str], str]  # (question, the coach's answer) -> CORRECT / WRONG / unparseable

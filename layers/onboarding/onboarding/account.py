@@ -1,22 +1,34 @@
 """Owns what a user does with their account outside a turn: read the conversation page by page,
-list and link phones, and erase everything.
+list their phones, make a link code, and erase everything.
 
-Handlers call this, never the repositories: the rules (what a history page shows, the page
-limits) live here, and so does the audit line of each read or erase of a user's memory.
+The services' callers (the API's routes, the SMS intake, a link's merge) come here, never to the
+repositories: the rules (what a history page shows, the page limits) live here, and so does the
+audit line of each read or erase of a user's memory. The methods block on the table: async callers
+run them in a thread.
+
+Every erase goes through `erase` (DELETE /me, YES DELETE by text, a linked phone's merge): the
+table's partition, then the vectors the recall index made of the user's messages, then the audit
+trail's erase line. The vectors go right after the partition, so a recall by the same user id (an
+app user who erased and goes on chatting) finds nothing of before. If that delete fails, the erase
+still stands: it is logged and counted (`RecallForgetFailed`), and the table's stream deletes each
+vector again as its message's removal reaches the indexer.
 """
 
-import asyncio
 from dataclasses import dataclass
 
-from onboarding.audit import Caller, record_access
+from aws_lambda_powertools import Logger
+
+from onboarding.audit import Caller, erasure_counts, record_access
 from onboarding.config import Limits
-from onboarding.erasing import erase_memory
-from onboarding.model.errors import InvalidPageSizeError
+from onboarding.metrics import count_metric
+from onboarding.model.errors import InvalidPageSizeError, RecallUnavailableError
 from onboarding.model.history import HistoryPage
 from onboarding.model.text import is_blank
-from onboarding.model.users import ErasureReport, LinkCode
+from onboarding.model.users import ErasedMark, ErasureReport, LinkCode
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
+
+logger = Logger(child=True)
 
 
 @dataclass(frozen=True)
@@ -25,7 +37,7 @@ class AccountService:
     limits: Limits
     index: VectorIndex | None = None  # the recall index: an erase deletes the user's vectors too
 
-    async def history(
+    def history(
         self, user_id: str, limit: int | None = None, cursor: str | None = None, caller: Caller | None = None
     ) -> HistoryPage:
         """One page of what was said, newest first. Tool calls and results are the coach's
@@ -36,20 +48,41 @@ class AccountService:
         limit = self.limits.history_page_size if limit is None else limit
         if not 1 <= limit <= self.limits.history_page_max:
             raise InvalidPageSizeError(f"limit must be between 1 and {self.limits.history_page_max}")
-        page = await asyncio.to_thread(self.store.conversations.history_page, user_id, limit, cursor)
+        page = self.store.conversations.history_page(user_id, limit, cursor)
         said = tuple(m for m in page.messages if m.role != "tool" and not is_blank(m.content))
         record_access(caller or Caller.function("history"), user_id, {"messages": len(said)})
         return HistoryPage(messages=said, next_cursor=page.next_cursor)
 
-    async def phones(self, user_id: str) -> tuple[str, ...]:
-        return tuple(sorted(await asyncio.to_thread(self.store.phones.phones_of, user_id)))
+    def phones(self, user_id: str) -> tuple[str, ...]:
+        return tuple(sorted(self.store.phones.phones_of(user_id)))
 
-    async def create_link_code(self, user_id: str) -> LinkCode:
+    def create_link_code(self, user_id: str) -> LinkCode:
         """A one-time code to text from the phone to link; RateLimitedError past the link-code limit."""
-        return await asyncio.to_thread(self.store.phones.create_link_code, user_id, self.limits.link_code_rate_limit)
+        return self.store.phones.create_link_code(user_id, self.limits.link_code_rate_limit)
 
-    async def erase(self, user_id: str, caller: Caller | None = None) -> ErasureReport:
-        """Everything stored for the user, and their vectors in the recall index (onboarding.erasing)."""
-        return await asyncio.to_thread(
-            erase_memory, self.store, self.index, user_id, caller or Caller.function("erase")
-        )
+    def erase(self, user_id: str, caller: Caller | None = None, merged_into: str | None = None) -> ErasureReport:
+        """Erase everything stored for `user_id`, and its vectors; the audit line names `caller` (by
+        default this function), and the erase mark `merged_into` when the memory was erased because
+        it joined that user (a link's merge)."""
+        report = self.store.erasure.erase(user_id, merged_into=merged_into)
+        vectors = self._forget(user_id, report.message_ids)
+        counts = {**erasure_counts(report), "vectors": vectors}
+        record_access(caller or Caller.function("erase"), user_id, counts, access="erase")
+        return report
+
+    def erased_mark(self, user_id: str) -> ErasedMark | None:
+        """When `user_id` was last erased, and whom their memory joined if a link's merge was why."""
+        return self.store.erasure.erased_mark(user_id)
+
+    def _forget(self, user_id: str, message_ids: tuple[str, ...]) -> int:
+        """Delete the vectors of the user's erased messages; how many were deleted (0 on a failure)."""
+        if self.index is None or not message_ids:
+            return 0
+        try:
+            return self.index.delete(user_id, message_ids)
+        except RecallUnavailableError as error:
+            logger.warning(
+                "Could not delete the erased messages' vectors; the stream will", extra={"reason": error.reason}
+            )
+            count_metric("RecallForgetFailed")
+            return 0

@@ -7,13 +7,16 @@ standard `AWS_ENDPOINT_URL_*` variables itself. The builders of what calls the m
 LangChain inside themselves, so the SMS webhook, which never calls the model, never loads it.
 """
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import boto3
 from botocore.config import Config
 
-from onboarding.config import Settings, WebhookSettings, WorkerSettings
+from onboarding.account import AccountService
+from onboarding.config import Limits, Settings, WebhookSettings, WorkerSettings
+from onboarding.model.users import new_sms_user_id
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
 
@@ -24,12 +27,13 @@ if TYPE_CHECKING:
     from mypy_boto3_appconfigdata import AppConfigDataClient
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from onboarding.account import AccountService
     from onboarding.recall.indexer import MessageIndexer
     from onboarding.recall.recaller import Recaller
     from onboarding.rollout import MemoryFlags
     from onboarding.sms.intake import SmsIntake
+    from onboarding.sms.queue import TurnQueue
     from onboarding.sms.responder import SmsResponder
+    from onboarding.sms.sender import SmsSender
     from onboarding.snapstart import Primer
     from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
     from onboarding.turn.service import TurnService
@@ -161,10 +165,38 @@ def build_turn_service(
     )
 
 
-def build_account(settings: Settings, store: Repositories) -> "AccountService":
-    from onboarding.account import AccountService
-
+def build_account(settings: Settings, store: Repositories) -> AccountService:
     return AccountService(store, settings, build_vector_index(settings))
+
+
+def sms_intake(
+    store: Repositories,
+    queue: "TurnQueue",
+    limits: Limits,
+    index: VectorIndex | None = None,
+    clock: Callable[[], float] = time.time,
+    new_user_id: Callable[[], str] = new_sms_user_id,
+) -> "SmsIntake":
+    """The webhook's intake over `store`, wired as the webhook runs it: the phone's service and the
+    account's (whose erase takes the user's vectors from `index` too)."""
+    from onboarding.linking import PhoneLinking
+    from onboarding.sms.intake import SmsIntake
+
+    account = AccountService(store, limits, index)
+    linking = PhoneLinking(store, limits, account, new_user_id, clock)
+    return SmsIntake(linking, account, queue, limits, clock)
+
+
+def sms_responder(
+    service: "TurnService", store: Repositories, sender: "SmsSender", index: VectorIndex | None = None
+) -> "SmsResponder":
+    """The worker's responder, wired as the worker runs it: the turn service, the phone's service
+    (and the account's, for a pending merge's erase) and Twilio's sender."""
+    from onboarding.linking import PhoneLinking
+    from onboarding.sms.responder import SmsResponder
+
+    linking = PhoneLinking(store, service.limits, AccountService(store, service.limits, index))
+    return SmsResponder(service, linking, sender)
 
 
 class ApiParts(NamedTuple):
@@ -241,13 +273,12 @@ class WebhookParts(NamedTuple):
 def build_webhook(settings: Settings, sms: WebhookSettings) -> WebhookParts:
     """The webhook's intake (phone owners, opt-outs, links, erasing by text, and the queue) and its
     idempotency store, over one DynamoDB client. No LangChain."""
-    from onboarding.sms.intake import SmsIntake
     from onboarding.sms.queue import TurnQueue
 
     client = _table_client(settings)
     queue = TurnQueue(boto3.client("sqs", region_name=settings.region), sms.queue_url)
     repositories = Repositories.over(client, settings.table_name, settings)
-    intake = SmsIntake(repositories, queue, settings, index=build_vector_index(settings))
+    intake = sms_intake(repositories, queue, settings, build_vector_index(settings))
     return WebhookParts(intake, _idempotency_layer(sms.idempotency_table_name, client))
 
 
@@ -260,7 +291,6 @@ class WorkerParts(NamedTuple):
 def build_worker(settings: Settings, sms: WorkerSettings) -> WorkerParts:
     """The worker's responder (the turn service, the phone directory and Twilio's sender) and the
     primer its SnapStart hooks call."""
-    from onboarding.sms.responder import SmsResponder
     from onboarding.sms.sender import TwilioSender, prime_twilio
 
     client, store, llm, recaller, primer = _model_parts(settings, also=prime_twilio)
@@ -273,5 +303,5 @@ def build_worker(settings: Settings, sms: WorkerSettings) -> WorkerParts:
         sms.twilio_timeout_s,
     )
     service = build_turn_service(settings, store, llm, recaller)
-    responder = SmsResponder(service, store, sender, build_vector_index(settings))
+    responder = sms_responder(service, store, sender, build_vector_index(settings))
     return WorkerParts(responder, primer, _idempotency_layer(sms.idempotency_table_name, client))

@@ -16,8 +16,14 @@ from onboarding.config.policies import (
     RecallPolicy,
     RetryPolicy,
 )
-from onboarding.config.settings import DEFAULT_LIMITS, DEFAULT_MODEL_ID, Limits, Settings
-from onboarding.config.sms import WebhookSettings, WorkerSettings
+from onboarding.config.settings import (
+    DEFAULT_LIMITS,
+    DEFAULT_MODEL_ID,
+    Limits,
+    Settings,
+    WebhookSettings,
+    WorkerSettings,
+)
 
 __all__ = [
     "DEFAULT_LIMITS",

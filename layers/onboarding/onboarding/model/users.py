@@ -3,11 +3,15 @@ texts before it is linked to an app account becomes an SMS-only user of its own.
 of a user's phone (its owner item, a link code), of what erasing a user removed and left behind,
 and the key that seals their queued texts."""
 
+import re
+import secrets
 import uuid
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 SMS_USER_PREFIX = "sms-"
+LINK_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: codes are typed on phones
+LINK_CODE_LENGTH = 10  # 31**10 ≈ 8e14 codes: guessing one inside its lifetime is hopeless
 
 
 def new_sms_user_id() -> str:
@@ -18,6 +22,19 @@ def is_sms_only(user_id: str) -> bool:
     """True for a user created for a number that texted first (their memory joins the app user the
     number is later linked to)."""
     return user_id.startswith(SMS_USER_PREFIX)
+
+
+def new_link_code() -> str:
+    return "".join(secrets.choice(LINK_CODE_ALPHABET) for _ in range(LINK_CODE_LENGTH))
+
+
+def normalize_link_code(text: str) -> str | None:
+    """The code in `text` as stored (typed loosely: any case, spaces or dashes), or None if it is
+    not shaped like one."""
+    normalized = re.sub(r"[\s-]", "", text).upper()
+    if len(normalized) != LINK_CODE_LENGTH or any(c not in LINK_CODE_ALPHABET for c in normalized):
+        return None
+    return normalized
 
 
 @dataclass(frozen=True)

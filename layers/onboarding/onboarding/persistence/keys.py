@@ -58,8 +58,6 @@ LINK_POINTER_PREFIX = "LINKCODE#"
 ERASED_PREFIX = "ERASED#"
 ERASED_SORT_KEY = "~ERASED"
 LINK_TRIES_PREFIX = "LINKTRIES#"
-LINK_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: codes are typed on phones
-LINK_CODE_LENGTH = 10  # 31**10 ≈ 8e14 codes: guessing one inside its lifetime is hopeless
 
 _MESSAGE_SORT_KEY = re.compile(r"^MSG#\d{13}#[0-9a-f]{12}$")
 _E164 = re.compile(r"^\+[1-9]\d{6,14}$")
@@ -129,19 +127,6 @@ def link_tries_key(phone: str, window: int) -> Key:
     phone_key(phone)  # an E.164 number, or InvalidPhoneError
     digest = hashlib.sha256(phone.encode()).hexdigest()
     return {"pk": {"S": f"{LINK_TRIES_PREFIX}{digest}"}, "sk": {"S": f"WINDOW#{window}"}}
-
-
-def new_link_code() -> str:
-    return "".join(secrets.choice(LINK_CODE_ALPHABET) for _ in range(LINK_CODE_LENGTH))
-
-
-def normalize_link_code(text: str) -> str | None:
-    """The code in `text` as stored (typed loosely: any case, spaces or dashes), or None if it is
-    not shaped like one."""
-    normalized = re.sub(r"[\s-]", "", text).upper()
-    if len(normalized) != LINK_CODE_LENGTH or any(c not in LINK_CODE_ALPHABET for c in normalized):
-        return None
-    return normalized
 
 
 def encode_cursor(sort_key: str) -> str:

@@ -16,7 +16,7 @@ from aws_lambda_powertools import Logger
 
 from onboarding.config import Limits, RateLimit
 from onboarding.model.errors import StoreError
-from onboarding.model.users import LinkCode, PhoneOwner, is_sms_only
+from onboarding.model.users import LinkCode, PhoneOwner, is_sms_only, new_link_code, normalize_link_code
 from onboarding.persistence.calls import (
     ConditionFailed,
     KeyCollision,
@@ -31,8 +31,6 @@ from onboarding.persistence.keys import (
     contact_key,
     link_key,
     link_tries_key,
-    new_link_code,
-    normalize_link_code,
     partition,
     phone_key,
     user_key,

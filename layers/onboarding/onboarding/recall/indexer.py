@@ -5,18 +5,36 @@ A new message is embedded with the message it answers (read from the table: one 
 written; a removed one (an erase, a linked phone's merge, a TTL expiry) is deleted. Tool calls,
 tool results and blank messages are not indexed. A failure raises, so the stream's record is
 retried (Lambda's event source mapping keeps the order per user).
+
+A message is embedded with the message it answers ("what does my plan say?" with the coach's
+answer), so that a reply is found by the question it answers and a short answer ("yes, twice a
+week") by what was asked.
 """
 
-from typing import Literal, Protocol
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
 
 from onboarding.config import RecallPolicy
 from onboarding.model.messages import Message
-from onboarding.persistence.changes import MessageChange
-from onboarding.recall.indexing import embedded_text, is_indexed
+from onboarding.persistence.changes import MessageChange, message_change
 from onboarding.recall.recaller import Embedder
-from onboarding.recall.vectors import IndexEntry, VectorIndex
+from onboarding.recall.vectors import INDEXED_ROLES, IndexEntry, VectorIndex
 
 Outcome = Literal["indexed", "removed", "skipped"]
+
+
+def is_indexed(message: Message) -> bool:
+    """Only what the client and the coach said: tool calls and results are the coach's bookkeeping."""
+    return message.role in INDEXED_ROLES and bool(message.content.strip())
+
+
+def embedded_text(message: Message, answers: Message | None, max_chars: int) -> str:
+    """The text embedded for `message`: what it answers, then itself, within `max_chars` (its own
+    text kept first, the context cut first)."""
+    own = " ".join(message.content.split())[:max_chars]
+    context = " ".join(answers.content.split()) if answers is not None else ""
+    room = max_chars - len(own) - 1
+    return f"{context[-room:]} {own}" if context and room > 0 else own
 
 
 class ContextReader(Protocol):
@@ -31,6 +49,12 @@ class MessageIndexer:
         self._index = index
         self._context = context
         self._policy = policy
+
+    def apply_record(self, record: Mapping[str, Any], now_s: float) -> Outcome:
+        """Apply one record of the table's stream (as Lambda hands it over): the change it makes to
+        a user's messages, or nothing for any other item."""
+        change = message_change(record, now_s)
+        return "skipped" if change is None else self.apply(change)
 
     def apply(self, change: MessageChange) -> Outcome:
         if change.message is None:

@@ -1,4 +1,6 @@
-"""Owns the recall index: an Amazon S3 Vectors index, one vector per message, read one user at a time.
+"""Owns the recall index: an Amazon S3 Vectors index, one vector per message, read one user at a
+time, and what a message becomes in it (its key and metadata; what is shown when it is recalled is
+the message alone, with its day).
 
 The only code that speaks S3 Vectors. Every query is filtered to one user (the index's filterable
 `user` key; an index in ENHANCED mode applies the filter before the search, so a user's few vectors
@@ -6,16 +8,50 @@ are found among everyone's). Writes and deletes go in batches of the service's 5
 failure, an answer or none, becomes `RecallUnavailableError`.
 """
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from onboarding.model.errors import RecallUnavailableError
 from onboarding.model.messages import Message
-from onboarding.recall.indexing import USER_KEY, metadata, recalled_message, vector_key
+
+KEY_SEPARATOR = "#"
+
+USER_KEY = "user"  # the one filterable key: every query is filtered to one user
+
+TEXT_KEY, ROLE_KEY, AT_KEY = "text", "role", "at"  # non-filterable (template.yaml's index says so)
+
+NON_FILTERABLE_KEYS = (TEXT_KEY, ROLE_KEY, AT_KEY)
+
+INDEXED_ROLES = ("user", "assistant")
+
+
+def vector_key(user_id: str, message_id: str) -> str:
+    """The vector's key: the user and the message (unique across users, as message ids are not)."""
+    return f"{user_id}{KEY_SEPARATOR}{message_id}"
+
+
+def metadata(user_id: str, message: Message, max_chars: int) -> dict[str, str]:
+    at = message.created_at.isoformat() if message.created_at else ""
+    return {USER_KEY: user_id, TEXT_KEY: message.content[:max_chars], ROLE_KEY: message.role, AT_KEY: at}
+
+
+def recalled_message(key: str, found: Mapping[str, Any]) -> Message | None:
+    """The message a query found, from its key and metadata; None when either is not ours."""
+    message_id = key.rpartition(KEY_SEPARATOR)[2]
+    text, role, at = found.get(TEXT_KEY), found.get(ROLE_KEY), found.get(AT_KEY)
+    if not message_id or not isinstance(text, str) or role not in INDEXED_ROLES or not isinstance(at, str):
+        return None
+    try:
+        created_at = datetime.fromisoformat(at) if at else None
+    except ValueError:
+        return None
+    return Message("user" if role == "user" else "assistant", text, message_id, created_at)
+
 
 BATCH = 500  # vectors per PutVectors or DeleteVectors request (the service's maximum)
 

@@ -1,5 +1,6 @@
 """Owns what the webhook does with a text, without the model: opt-outs, phone links, erasing by
-text, and queueing the turn."""
+text, and queueing the turn: the decisions and the words of each answer. The phone's service
+(`PhoneLinking`) and the account's do the table's part."""
 
 import re
 import time
@@ -8,23 +9,17 @@ from datetime import UTC, datetime
 
 from aws_lambda_powertools import Logger
 
+from onboarding.account import AccountService
 from onboarding.audit import Caller
 from onboarding.config import Limits
-from onboarding.erasing import erase_memory
 from onboarding.linking import PhoneLinking
 from onboarding.model.text import is_blank
-from onboarding.model.users import PhoneOwner, new_sms_user_id
-from onboarding.persistence import Repositories
-from onboarding.persistence.keys import normalize_link_code
-from onboarding.persistence.phones import LinkLockout
-from onboarding.recall.vectors import VectorIndex
+from onboarding.model.users import PhoneOwner, normalize_link_code
 from onboarding.sms.inbound import InboundSms, OptOut, SmsTurnRequest
 from onboarding.sms.queue import TurnQueue
 
 logger = Logger(child=True)
 
-# How often the owner of a text's number may change while the text is queued (a link moves it once).
-OWNER_CHANGES = 3
 _LINK_REQUEST = re.compile(r"^\s*LINK\s+(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 
 LINKED = "Linked! Texts from this phone now continue your conversation from the app."
@@ -38,6 +33,8 @@ LINK_CONFIRM = (
 LINK_LOCKED = "Too many wrong link codes from this phone. Try again in {minutes} minutes, with a new code from the app."
 LINK_BUSY = "I'm still checking other link codes from this phone. Send yours again in a minute."
 TEXT_ONLY = "I can only read text messages. Please type your answer."
+# What a LINK <code> text is answered, by what the phone's service made of it.
+_LINK_ANSWERS = {"ask_yes": LINK_CONFIRM, "refused": LINK_REFUSED, "locked": LINK_LOCKED, "busy": LINK_BUSY}
 ERASE_KEYWORD, ERASE_CONFIRMATION = "DELETE MY DATA", "YES DELETE"
 ERASE_ASK = (
     "This erases everything I have stored for you: our messages, your answers and your profile. It "
@@ -75,33 +72,29 @@ def _words(text: str) -> str:
 
 
 class SmsIntake:
-    """Decides what a text needs. Returns the immediate reply to send back, if any."""
+    """Decides what a text needs. Returns the immediate reply to send back, if any. It reaches the
+    table only through the services: the phone's (`PhoneLinking`) and the account's."""
 
     def __init__(
         self,
-        store: Repositories,
+        linking: PhoneLinking,
+        account: AccountService,
         queue: TurnQueue,
         limits: Limits,
-        new_user_id: Callable[[], str] = new_sms_user_id,
         clock: Callable[[], float] = time.time,
-        index: VectorIndex | None = None,
     ) -> None:
-        """`index`: the recall index, whose vectors of an erased user go with them."""
-        self._store = store
-        self._phones = store.phones
+        self._linking = linking
+        self._account = account
         self._queue = queue
         self._limits = limits
-        self._index = index
-        self._linking = PhoneLinking(store, limits, index)
-        self._new_user_id = new_user_id
         self._clock = clock
 
     def accept(self, sms: InboundSms) -> str | None:
-        owner = self._phones.find_or_create_owner(sms.from_phone, self._new_user_id)
+        owner = self._linking.owner_of(sms.from_phone)
         if (keyword := keyword_of(sms, owner.opted_out)) is not None:
             # The provider already answered STOP/START/HELP to the person; we record the choice.
             if keyword is not OptOut.HELP:
-                self._phones.set_opted_out(sms.from_phone, keyword is OptOut.STOP)
+                self._linking.set_opted_out(sms.from_phone, keyword is OptOut.STOP)
             logger.info("Opt-out keyword recorded", extra={"opt_out": keyword.value})
             return None
         if owner.opted_out:
@@ -110,9 +103,10 @@ class SmsIntake:
             return None
         if (link := _LINK_REQUEST.match(sms.body)) is not None and normalize_link_code(link.group(1)):
             # Only "LINK" and a code-shaped word: "link me up with a plan" is for the coach.
-            return self._request_link(owner, link.group(1))
-        if _words(sms.body) == LINK_CONFIRMATION and self._link_pending(owner):
-            return self._link(owner)
+            answer = self._linking.request_link(owner, link.group(1))
+            return _LINK_ANSWERS[answer.outcome].format(minutes=answer.minutes)
+        if _words(sms.body) == LINK_CONFIRMATION and self._linking.link_pending(owner):
+            return LINKED if self._linking.confirm_link(owner) else LINK_REFUSED
         if (erase_reply := self._erase_request(sms, owner)) is not None:
             return erase_reply
         if is_blank(sms.body):
@@ -125,61 +119,19 @@ class SmsIntake:
         queued text). If the number was linked to another user meanwhile, the text goes to them; if
         its user was erased meanwhile, it is answered as nobody (as the worker does: responder)."""
         received_ms = int(self._clock() * 1000)
-        received_at = datetime.fromtimestamp(received_ms / 1000, UTC)
-        for _ in range(OWNER_CHANGES):
-            key = self._store.text_keys.for_queueing(sms.from_phone, owner.user_id, received_ms)
-            if key is not None:
-                request = SmsTurnRequest(
-                    message_id=sms.message_id,
-                    user_id=owner.user_id,
-                    from_phone=sms.from_phone,
-                    to_phone=sms.to_phone,
-                    text=sms.body,
-                    received_at=received_at,
-                )
-                self._queue.send(request, key)
-                return
-            now_owner = self._phones.find_owner(sms.from_phone)
-            if now_owner is None or now_owner.user_id == owner.user_id:
-                logger.info("Text received as its user was erased; not answered")
-                return
-            owner = now_owner
-        logger.warning("A text's number kept changing owners while it was queued; not answered")
-
-    def _request_link(self, owner: PhoneOwner, code: str) -> str:
-        """LINK <code>: nothing is linked yet. A valid code is kept on the phone, which is asked to
-        reply YES (so a code alone cannot pull a phone's texts into an account: decision 0015). Every
-        code is counted before it is checked, and a right one given back: past a few wrong ones in a
-        window the phone is locked out until the window ends, even texts sent at once, and even
-        after an erase (the count is not the phone's owner item)."""
-        requests = self._store.link_requests
-        attempt = requests.take_link_attempt(owner.phone, self._limits.link_failure_limit)
-        if isinstance(attempt, LinkLockout):
-            if attempt.busy:
-                logger.info("Link code refused unread: other codes from this phone are still being checked")
-                return LINK_BUSY
-            logger.info("Link code refused unread: too many wrong codes from this phone")
-            return LINK_LOCKED.format(minutes=max(1, -(-attempt.retry_after_s // 60)))
-        window = self._limits.link_confirmation_window_s
-        right = requests.request_link(owner.phone, code, int(self._clock()) + window)
-        requests.settle_link_attempt(attempt, right)
-        if not right:
-            logger.info("Phone link refused: unknown, expired or used code")
-            return LINK_REFUSED
-        logger.info("Link code accepted; waiting for the phone's YES")
-        return LINK_CONFIRM.format(minutes=max(1, window // 60))
-
-    def _link_pending(self, owner: PhoneOwner) -> bool:
-        until = owner.link_confirm_until
-        return owner.link_code is not None and until is not None and until >= int(self._clock())
-
-    def _link(self, owner: PhoneOwner) -> str:
-        """YES after LINK <code>: link the phone and bring its texts (the code is used up now)."""
-        if owner.link_code is None or self._linking.link(owner.phone, owner.link_code) is None:
-            logger.info("Phone link refused: the code expired or was used before the YES")
-            return LINK_REFUSED
-        logger.info("Phone linked to an app user")
-        return LINKED
+        found = self._linking.text_key_for(owner, received_ms)
+        if found is None:
+            return
+        owner, key = found
+        request = SmsTurnRequest(
+            message_id=sms.message_id,
+            user_id=owner.user_id,
+            from_phone=sms.from_phone,
+            to_phone=sms.to_phone,
+            text=sms.body,
+            received_at=datetime.fromtimestamp(received_ms / 1000, UTC),
+        )
+        self._queue.send(request, key)
 
     def _erase_request(self, sms: InboundSms, owner: PhoneOwner) -> str | None:
         """DELETE MY DATA asks for a confirmation; YES DELETE within the window erases the number's
@@ -188,13 +140,13 @@ class SmsIntake:
         words, now = _words(sms.body), int(self._clock())
         if words == ERASE_KEYWORD:
             window = self._limits.erase_confirmation_window_s
-            self._phones.request_erase(sms.from_phone, now + window)
+            self._linking.request_erase(sms.from_phone, now + window)
             logger.info("Erase requested by text; waiting for the confirmation")
             return ERASE_ASK.format(minutes=max(1, window // 60))
         if words != ERASE_CONFIRMATION:
             return None
         if owner.erase_requested_until is None or owner.erase_requested_until < now:
             return ERASE_NOT_ASKED
-        report = erase_memory(self._store, self._index, owner.user_id, Caller.function("sms:erase-by-text"))
+        report = self._account.erase(owner.user_id, Caller.function("sms:erase-by-text"))
         logger.info("Erased by text", extra={"erased_items": report.total})
         return ERASE_DONE.format(messages=report.messages, saved=report.state_items, phones=report.phone_numbers)

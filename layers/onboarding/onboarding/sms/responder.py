@@ -7,9 +7,6 @@ from aws_lambda_powertools import Logger
 from onboarding.linking import PhoneLinking
 from onboarding.metrics import count_metric
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, UserErasedError
-from onboarding.model.users import PhoneOwner
-from onboarding.persistence import Repositories
-from onboarding.recall.vectors import VectorIndex
 from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.sealing import read_queued
 from onboarding.sms.sender import RecipientOptedOutError, SmsSender, UndeliverableError
@@ -27,20 +24,20 @@ SLOW_DOWN = "You're texting faster than I can keep up. Give me a minute, then se
 
 
 class SmsResponder:
-    def __init__(
-        self, service: TurnService, store: Repositories, sender: SmsSender, index: VectorIndex | None = None
-    ) -> None:
-        """`index`: the recall index (a pending merge's erase deletes the phone user's vectors)."""
+    """Answers queued texts. It reaches the table only through the services (the turn's and the
+    phone's), and every blocking call (the phone's service, Twilio's REST API) runs in a thread, so
+    the turn's own awaits are never held up."""
+
+    def __init__(self, service: TurnService, linking: PhoneLinking, sender: SmsSender) -> None:
         self._service = service
-        self._store = store
+        self._linking = linking
         self._sender = sender
-        self._index = index
 
     def read(self, body: str) -> SmsTurnRequest | None:
         """The text a queue message holds; None when its user was erased since it was queued (its
         key went with them, so it cannot be read: it is answered by nobody). QueuedTextError when
         the message is not a text we queued."""
-        return read_queued(body, self._store)
+        return read_queued(body, self._linking.queued_text_key)
 
     async def respond(self, request: SmsTurnRequest) -> int:
         """Answer one queued text; returns how many SMS parts were sent.
@@ -52,47 +49,29 @@ class SmsResponder:
 
         The text is answered as its number's owner now (a phone linked while the text waited
         continues the app account). A text whose user was erased since it arrived is answered as
-        nobody (a dead-lettered text redriven after an erase, issue 28); but if that user's memory
-        joined another's (a link's merge, even mid-turn), it is answered as that user, never dropped.
+        nobody (a dead-lettered text redriven after an erase); but if that user's memory joined
+        another's (a link's merge, even mid-turn), it is answered as that user, never dropped.
         """
-        owner = self._store.phones.find_owner(request.from_phone)
+        owner = await asyncio.to_thread(self._linking.find_owner, request.from_phone)
         if owner is not None and owner.opted_out:
             logger.info("Queued text from a number that opted out since; not answered")
             return 0
+        received_ms = int(request.received_at.timestamp() * 1000) if request.received_at else 0
         for _ in range(ADDRESSEE_CHANGES):
-            user_id = await asyncio.to_thread(self._addressee, request, owner)
+            user_id = await asyncio.to_thread(self._linking.addressee, request.user_id, received_ms, owner)
             if user_id is None:
                 logger.info("Text received before its user's data was erased; not answered")
                 return 0
             if owner is not None and owner.merge_from is not None:
-                await asyncio.to_thread(
-                    PhoneLinking(self._store, self._service.limits, self._index).finish_merge, owner
-                )
+                await asyncio.to_thread(self._linking.finish_merge, owner)
             try:
                 return await self._answer(request, user_id)
             except UserErasedError:
                 # Erased while it was answered: by the person (then nothing is sent), or because its
                 # memory joined an app user (a link): then the text is answered again, as them.
-                owner = self._store.phones.find_owner(request.from_phone)
+                owner = await asyncio.to_thread(self._linking.find_owner, request.from_phone)
         logger.warning("A text's user kept changing while it was answered; left for the queue to retry")
         raise UserErasedError("the text's user kept changing while it was answered")
-
-    def _addressee(self, request: SmsTurnRequest, owner: PhoneOwner | None) -> str | None:
-        """Who answers the text: the number's owner now, unless the user it was queued for was
-        erased since it arrived (None: answered as nobody), following the erase marks of merged
-        users to the user their memory joined."""
-        if owner is not None and owner.user_id == request.user_id:
-            return owner.user_id  # the same user: the turn's own erasure guard covers an erase
-        received_ms = int(request.received_at.timestamp() * 1000) if request.received_at else 0
-        user_id = request.user_id
-        for _ in range(ADDRESSEE_CHANGES):
-            mark = self._store.erasure.erased_mark(user_id)
-            if mark is None or mark.erased_at_ms < received_ms:
-                break
-            if mark.merged_into is None:
-                return None  # erased by the person after the text arrived
-            user_id = mark.merged_into
-        return owner.user_id if owner is not None else user_id
 
     async def _answer(self, request: SmsTurnRequest, user_id: str) -> int:
         try:
@@ -102,40 +81,42 @@ class SmsResponder:
             )
         except InvalidMessageError:
             logger.info("Queued text refused")
-            return self._send([TOO_LONG], request)
+            return await self._send([TOO_LONG], request)
         except RateLimitedError:
             return await self._refuse_for_rate(request, user_id)
         try:
             result = await turn.collect()
         except ModelUnavailableError:
-            return self._send([MODEL_APOLOGY], request)
+            return await self._send([MODEL_APOLOGY], request)
         except InvalidMessageError:
             logger.info("Queued text does not fit the prompt's budget")
-            return self._send([TOO_LONG], request)
+            return await self._send([TOO_LONG], request)
         if result.delivered:
             logger.info("Repeated delivery of a text already answered; nothing sent")
             return 0
-        sent = self._send(split_message(result.reply) or [MODEL_APOLOGY], request)
-        await asyncio.to_thread(self._store.writes.mark_delivered, user_id, request.message_id)
+        sent = await self._send(split_message(result.reply) or [MODEL_APOLOGY], request)
+        await self._service.mark_delivered(user_id, request.message_id)
         await turn.fold_summary()  # after the reply went out: the person never waits for it
         return sent
 
     async def _refuse_for_rate(self, request: SmsTurnRequest, user_id: str) -> int:
         """Tell the person once per rate-limit window; the other refused texts get no answer,
         so a burst of texts is not answered by a burst of warnings (each of which costs an SMS)."""
-        limit = self._service.limits.rate_limit
-        if limit is not None and await asyncio.to_thread(self._store.rate_limits.claim_notice, user_id, limit):
-            return self._send([SLOW_DOWN], request)
+        if await self._service.claim_rate_notice(user_id):
+            return await self._send([SLOW_DOWN], request)
         logger.info("Text refused by the rate limit; the person was already told")
         return 0
 
-    def _send(self, parts: list[str], request: SmsTurnRequest) -> int:
+    async def _send(self, parts: list[str], request: SmsTurnRequest) -> int:
+        return await asyncio.to_thread(self._send_now, parts, request)
+
+    def _send_now(self, parts: list[str], request: SmsTurnRequest) -> int:
         for sent, part in enumerate(parts):
             try:
                 self._sender.send(request.from_phone, request.to_phone, part)
             except RecipientOptedOutError:
                 logger.info("Recipient opted out; recorded, rest of the reply not sent")
-                self._store.phones.set_opted_out(request.from_phone, True)
+                self._linking.set_opted_out(request.from_phone, True)
                 return sent
             except UndeliverableError as error:
                 # Final: a retry meets the same answer, and would hold the person's later texts back.

@@ -1,9 +1,9 @@
 """Owns sealing a queued text and reading it back (decision 0031). The queue message carries the
 user it was queued for and the name of their key in the clear, and everything else (the number,
-the text, the MessageSid, when it came in) sealed with AES-GCM under the user's key
-(`persistence.text_keys`). The erase deletes the key, so a text of an erased user left in the queue
-or the dead-letter queue, even one that ends there after the erase, can no longer be read by
-anyone. The user id and key name are bound to the sealed part as associated data, so a sealed
+the text, the MessageSid, when it came in) sealed with AES-GCM under the user's key (kept where
+the erase deletes it; `PhoneLinking` finds it). With the key gone, a text of an erased user left
+in the queue or the dead-letter queue, even one that ends there after the erase, can no longer be
+read by anyone. The user id and key name are bound to the sealed part as associated data, so a sealed
 text cannot be passed off as another user's.
 
 AES-GCM is `cryptography`'s (the Python Cryptographic Authority's), never written here; each
@@ -11,18 +11,17 @@ text gets a fresh random 96-bit nonce, as the algorithm requires."""
 
 import base64
 import os
+from collections.abc import Callable
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from onboarding.model.users import TextKey
-from onboarding.persistence import Repositories
 from onboarding.sms.inbound import SmsTurnRequest
 
 NONCE_BYTES = 12  # GCM's 96-bit nonce
-# How many times a key is followed to the user a merged user's memory joined (a link moves it once).
-KEY_MOVES = 3
+KeyLookup = Callable[[str, str], TextKey | None]
 
 
 class SealedText(BaseModel):
@@ -52,10 +51,11 @@ class QueuedTextError(ValueError):
     dead-letter queue). Its text never says what the message held."""
 
 
-def read_queued(body: str, store: Repositories) -> SmsTurnRequest | None:
+def read_queued(body: str, key_of: KeyLookup) -> SmsTurnRequest | None:
     """The text a queue message holds; None when its key is gone (its user was erased: the text
     can no longer be read, and is answered by nobody). A body queued before texts were sealed is
-    read as it is. QueuedTextError for anything else."""
+    read as it is. QueuedTextError for anything else. `key_of(user_id, key_id)` finds the key
+    that sealed a text queued for `user_id` (`PhoneLinking.queued_text_key`)."""
     try:
         envelope = SealedText.model_validate_json(body)
     except ValidationError:
@@ -64,7 +64,7 @@ def read_queued(body: str, store: Repositories) -> SmsTurnRequest | None:
         except ValidationError:
             # `from None`: pydantic's error quotes the input, which may hold a person's text and number.
             raise QueuedTextError("the queue message is not a turn request") from None
-    key = _key_of(envelope, store)
+    key = key_of(envelope.user_id, envelope.key_id)
     if key is None:
         return None
     try:
@@ -75,18 +75,3 @@ def read_queued(body: str, store: Repositories) -> SmsTurnRequest | None:
         return SmsTurnRequest.model_validate_json(opened)
     except (InvalidTag, ValueError):  # ValueError: bad base64, a nonce cut short, a request that fails validation
         raise QueuedTextError("the queue message's sealed text does not open with its key") from None
-
-
-def _key_of(envelope: SealedText, store: Repositories) -> TextKey | None:
-    """The key that sealed the text: in its user's partition, or, when their memory joined another
-    user's (a link's merge), in that user's; None once the user (or the one they joined) is erased."""
-    holder = envelope.user_id
-    for _ in range(KEY_MOVES):
-        key = store.text_keys.stored(holder, envelope.user_id)
-        if key is not None and key.key_id == envelope.key_id:
-            return key
-        mark = store.erasure.erased_mark(holder)
-        if mark is None or mark.merged_into is None:
-            return None
-        holder = mark.merged_into
-    return None

@@ -20,9 +20,8 @@ from onboarding.config import DEFAULT_LIMITS, Limits
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.sections import not_in_prompt
-from onboarding.memory.conversations import conversation_start
 from onboarding.memory.transcript import transcript_lines
-from onboarding.memory.window import carried_over, window_candidates
+from onboarding.memory.window import carried_over, conversation_start, window_candidates
 from onboarding.metrics import count_metric
 from onboarding.model.answers import AnswerSource
 from onboarding.model.errors import StoreError

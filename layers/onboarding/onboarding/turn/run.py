@@ -30,8 +30,7 @@ from onboarding.config import Limits
 from onboarding.config.flags import MemoryFeatures
 from onboarding.llm.bedrock import open_stream
 from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
-from onboarding.memory.conversations import conversation_start
-from onboarding.memory.window import units_of
+from onboarding.memory.window import conversation_start, units_of
 from onboarding.metrics import count_metric
 from onboarding.model.errors import (
     CoachUnavailableError,

@@ -22,8 +22,8 @@ from onboarding.breaker import CircuitBreaker
 from onboarding.config import Limits
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.llm.wording import reset_reply
-from onboarding.memory.conversations import is_reset_command
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
+from onboarding.memory.window import is_reset_command
 from onboarding.metrics import count_metric
 from onboarding.model.errors import (
     ClientIdConflictError,
@@ -186,6 +186,17 @@ class TurnService:
             recall = await self._finish_recall(recalling, user_id, caller, ledger)
         delivery = Delivery(claimed.user_message, message, since_ms, client_message_id, claimed.lease)
         return self._turn(user_id, loaded, delivery, watch, features, recall)
+
+    async def mark_delivered(self, user_id: str, message_id: str) -> None:
+        """Record that the reply to the message with client id `message_id` reached the person
+        (a text's MessageSid): a repeated delivery then sends nothing again."""
+        await asyncio.to_thread(self._deps.store.writes.mark_delivered, user_id, message_id)
+
+    async def claim_rate_notice(self, user_id: str) -> bool:
+        """Whether to tell the person they are over the rate limit: once per window (a burst of
+        refused texts gets one warning, not one each). False when there is no rate limit."""
+        limit = self._limits.rate_limit
+        return limit is not None and await asyncio.to_thread(self._deps.store.rate_limits.claim_notice, user_id, limit)
 
     async def preview(
         self, user_id: str, message: str, caller: Caller, features: MemoryFeatures | None = None
