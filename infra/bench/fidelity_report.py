@@ -91,7 +91,7 @@ def table_rows(figures: dict[str, Any]) -> list[str]:
         f"| {figures['mean_prompt_tokens']} / {figures['max_prompt_tokens']} | |",
         f"| turns over the budget | {figures['turns_over_budget']} | |",
         "",
-        "Seed 002's success metrics (the RFC's goals; context retrieval p95 is in docs/benchmark.md):",
+        "The threading design's success metrics (its goals; context retrieval p95 is in docs/benchmark.md):",
         "",
         "| metric | goal | measured | |",
         "|---|---|---|---|",

@@ -272,7 +272,7 @@ TURN_FUNCTIONS = ("ApiFunction", "SmsWorkerFunction")
 
 
 def test_the_flags_profile_is_freeform_and_its_first_version_holds_the_documented_defaults() -> None:
-    from onboarding.config.flags import default_flags_document
+    from tests.support.views import default_flags_document
 
     profile = resource("FeatureFlagsProfile")["Properties"]
     assert (profile["Type"], profile["LocationUri"]) == ("AWS.Freeform", "hosted")

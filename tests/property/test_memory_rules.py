@@ -18,7 +18,6 @@ from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import Limits
 from onboarding.config.settings import kept_prompt_tokens
 from onboarding.context import OnboardingAgentContext
-from onboarding.llm.converse import message_texts
 from onboarding.llm.tools import build_tools
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.transcript import transcript_lines
@@ -37,6 +36,7 @@ from onboarding.model.messages import Message, ToolCall
 from onboarding.model.text import is_blank
 from onboarding.summary import fold_batch, fold_candidates, fold_reach, read_reached_summary
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from tests.support.views import message_texts
 
 from .strategies import content
 

@@ -16,12 +16,12 @@ from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import DEFAULT_LIMITS, Limits, Settings
 from onboarding.context import OnboardingAgentContext
-from onboarding.llm.converse import message_texts
 from onboarding.memory.window import is_reset_command
 from onboarding.model.messages import Message, Role
 from onboarding.model.text import is_blank
 from onboarding.persistence import Repositories
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from tests.support.views import message_texts
 
 from .strategies import alternating_history, content, history, history_entry, long_content, messy_history
 

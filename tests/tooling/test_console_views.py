@@ -10,7 +10,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from infra.console.memory_view import changed_paths, memory_view
 from infra.console.plan_view import PromptSplitError, plan_view, split_system_prompt
 from onboarding.config import Settings
-from onboarding.llm.prompt import PromptFacts, render_system_prompt, system_prompt_sections
+from onboarding.llm.prompt import PromptFacts, render_system_prompt
 from onboarding.model.history import ConversationSummary, TurnContext
 from onboarding.model.messages import Message, Role, ToolCall
 from onboarding.model.profile import UserProfile
@@ -18,6 +18,7 @@ from onboarding.model.state import OnboardingAgentType, OnboardingState, Waiting
 from onboarding.persistence import Repositories
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
+from tests.support.views import system_prompt_sections
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ import pytest
 from infra import chat
 from infra.local.errors import LocalToolError
 from infra.local.flags import checked_flags_file
-from onboarding.config.flags import default_flags_document
+from tests.support.views import default_flags_document
 
 
 @pytest.mark.parametrize(

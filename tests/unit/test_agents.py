@@ -9,9 +9,9 @@ from langchain_core.language_models import BaseChatModel
 from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.agents import AGENT_CLASSES
 from onboarding.context import OnboardingAgentContext
-from onboarding.llm.converse import message_texts
 from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
+from tests.support.views import message_texts
 
 
 @pytest.mark.parametrize("agent_type", list(OnboardingAgentType))

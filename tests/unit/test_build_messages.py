@@ -8,8 +8,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from onboarding.agents import AGENT_CLASSES, FitnessAssessmentAgent
 from onboarding.context import OnboardingAgentContext
-from onboarding.llm.converse import message_texts
 from onboarding.model.state import OnboardingAgentType
+from tests.support.views import message_texts
 
 
 def _agent(

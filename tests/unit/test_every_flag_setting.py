@@ -14,8 +14,9 @@ import pytest
 from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.composition import build_memory_flags, build_turn_service
 from onboarding.config import Settings
-from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures, default_flags_document
+from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from tests.support.setting_effects import observes
+from tests.support.views import default_flags_document
 from tests.unit.test_rollout import APPCONFIG, MEMORY_OFF, _appconfig_client
 
 from .conftest import TABLE

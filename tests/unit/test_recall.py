@@ -353,7 +353,7 @@ def test_the_recall_lines_are_json_free_of_tool_calls() -> None:
 def test_the_recall_flag_rolls_out_like_the_others(tmp_path: Any) -> None:
     """`recall` in the flags document (AppConfig, or the local file) switches it per user; its arm says so."""
     from onboarding.composition import build_memory_flags
-    from onboarding.config.flags import default_flags_document
+    from tests.support.views import default_flags_document
 
     path = tmp_path / "flags.json"
     document = default_flags_document() | {"recall": {"default": False}}

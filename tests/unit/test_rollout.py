@@ -17,9 +17,10 @@ from botocore.stub import Stubber
 
 from onboarding.composition import build_memory_flags
 from onboarding.config import Settings
-from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures, default_flags_document
+from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.rollout import FileStore, MemoryFlags
 from tests.support.clock import FakeClock
+from tests.support.views import default_flags_document
 
 from .conftest import TABLE
 

@@ -41,7 +41,7 @@ CATEGORIES: Mapping[int, str] = {
     5: "adversarial",
     6: "knowledge-update",
 }
-# Mem0's evaluation labels the same numbers otherwise (mem0ai/mem0 issue 2609: 1 single-hop,
+# Mem0's evaluation labels the same numbers otherwise (Mem0's numbering: 1 single-hop,
 # 2 temporal, 3 multi-hop, 4 open-domain; 5 left out), so its "single-hop" is LoCoMo's multi-hop.
 MEM0_LABELS: Mapping[int, str] = {1: "single-hop", 2: "temporal", 3: "multi-hop", 4: "open-domain"}
 _SESSION = re.compile(r"^session_(\d+)$")

@@ -169,7 +169,7 @@ judged answers say that.
 multi-part answer), 2 temporal, 3 open-domain (world knowledge with the conversation), 4
 single-hop, 5 adversarial (nothing answers it: scored for no false evidence); its tables print
 them as 4, 1, 2, 3, 5. Mem0's evaluation labels the same numbers otherwise (1 single-hop, 2
-temporal, 3 multi-hop, 4 open-domain; its issue 2609), so a "single-hop" figure of Mem0's is
+temporal, 3 multi-hop, 4 open-domain; as Mem0 numbers them), so a "single-hop" figure of Mem0's is
 LoCoMo's multi-hop; each row above gives both. Our synthetic questions add 6, knowledge update.
 
 **What the offline embedding can and cannot show.** The local Titan is a lexical embedding (hashed

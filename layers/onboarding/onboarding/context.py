@@ -1,4 +1,4 @@
-"""Owns the immutable context an onboarding agent works from for one turn (spec 000, Requirement 1)."""
+"""Owns the immutable context an onboarding agent works from for one turn."""
 
 from datetime import UTC, datetime
 from typing import Annotated

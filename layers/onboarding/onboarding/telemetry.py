@@ -1,4 +1,4 @@
-"""Owns what a turn tells operators (seed 004's redacted telemetry): one `turn_received` and one
+"""Owns what a turn tells operators, redacted: one `turn_received` and one
 `turn_responded` log line per turn, with counts and names only (never a value the person gave),
 and the per-turn metrics the dashboard and the cost ledger read.
 

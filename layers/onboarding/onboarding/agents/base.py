@@ -39,7 +39,7 @@ class PromptPlan:
     budget: int
     left_out: int  # history entries the budget could not hold (normally 0: the summary has them)
     # The system prompt part by part, and how many items of each kind of memory gave way to fit
-    # its allowance (llm/prompt_fitting.py; empty when all of it fitted).
+    # its allowance (llm/prompt.py; empty when all of it fitted).
     system_sections: tuple[PromptSection, ...] = ()
     system_left_out: Mapping[str, int] = field(default_factory=dict)
 
@@ -125,7 +125,7 @@ class BaseOnboardingAgent(ABC):
     def fitted_system_prompt(self, allowance: int | None = None) -> FittedPrompt:
         """This step's instructions, what is known, the profile and the summary, fitted to the
         allowance (the settings' system allowance unless a smaller one is given): what is kept
-        first and what gives way is llm/prompt_memory.py's; what gave way is named in one line,
+        first and what gives way is llm/sections.py's; what gave way is named in one line,
         with the tools that read it. Deterministic: the same memory gives the same prompt."""
         # The recalled messages' section is shown whole, on top of the system allowance: its lines
         # were fitted to its own (RECALL_MAX_TOKENS) in __init__.

@@ -7,7 +7,6 @@ before the flags existed. Pure dataclasses: the SMS webhook imports config on it
 """
 
 from dataclasses import dataclass
-from typing import Any
 
 from onboarding.config.policies import ConversationRules
 
@@ -58,15 +57,3 @@ class MemoryFeatures:
 
 
 DEFAULT_FEATURES = MemoryFeatures()
-
-
-def default_flags_document() -> dict[str, Any]:
-    """The defaults as a Powertools feature flags configuration: the template deploys this as the
-    first AppConfig version, and `infra/flags` starts from it."""
-    return {
-        MEMORY_FLAG: {"default": DEFAULT_FEATURES.memory},
-        SUMMARY_FLAG: {"default": DEFAULT_FEATURES.summary},
-        PROFILE_FLAG: {"default": DEFAULT_FEATURES.profile},
-        GAP_FLAG: {"default": DEFAULT_FEATURES.gap},
-        RECALL_FLAG: {"default": DEFAULT_FEATURES.recall},
-    }

@@ -1,7 +1,6 @@
-"""Owns every tunable limit with its default (`Limits`), the deployment's names (`Settings`), and
+"""Owns every tunable limit with its default (`Limits`), the deployment's names (`Settings`, and what
+the SMS functions read besides: `WebhookSettings`, `WorkerSettings`, which template.yaml sets), and
 the policies derived from the limits: no other module holds a default that could drift from these.
-
-[merged from sms.py] Owns what the SMS functions read besides `Settings` (template.yaml sets it).
 """
 
 from typing import Self

@@ -1,4 +1,6 @@
-"""Owns everything that talks to the model: the chat model factory (`chat_model`), Converse
-normalisation (`converse`), prompts, tools, resilience and the summary's model call. The agents,
-whose names the spec fixes, live in `onboarding.agents` and build on these.
+"""Owns everything the model reads and how it is called: the Bedrock chat model and its stream's
+retries (`bedrock`), Converse normalisation (`converse`), the system prompt (`prompt`, its parts and
+the memory's sections in `sections`), every text of ours (`wording`), the tools and the working
+copy they change (`tools`, `working_copy`), and the event-stream framing (`event_stream`). The
+agents, whose names the onboarding design fixes, live in `onboarding.agents` and build on these.
 """

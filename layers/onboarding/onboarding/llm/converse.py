@@ -110,10 +110,3 @@ def alternating_messages(history: Iterable[Message], current_message: str) -> li
         raise ValueError("the current message must contain some text")
     turns = [*_paired(list(history)), Message("user", current_message)]
     return [message for run in _runs(turns) for message in _as_messages(run)]
-
-
-def message_texts(message: BaseMessage) -> list[str]:
-    """The text blocks of a message built by `alternating_messages`, in order."""
-    if isinstance(message.content, str):
-        return [message.content] if message.content else []
-    return [block["text"] for block in message.content if isinstance(block, dict) and "text" in block]

@@ -225,7 +225,7 @@ def system_prompt_parts(
     step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: PromptFacts | None = None
 ) -> tuple[PromptPart, ...]:
     """The system prompt for `step`, part by part, in the order shown: our instructions whole, the
-    user's memory as sections whose items can give way (llm/prompt_memory.py)."""
+    user's memory as sections whose items can give way (llm/sections.py)."""
     memory = memory or PromptFacts()
     prompt = STEP_PROMPTS[step]
     parts: list[PromptPart] = [PromptSection("instructions", "Persona", COACH_PERSONA)]
@@ -244,7 +244,7 @@ def system_prompt_parts(
     parts.append(answers_section(step, agent_context, memory.skipped, memory.onboarding_complete))
     parts.append(profile_section(memory.profile_lines))
     parts.append(summary_section(memory.summary))
-    if memory.recalled:  # whole: its lines were fitted to its own allowance (memory.recall)
+    if memory.recalled:  # whole: its lines were fitted to its own allowance (llm/sections.py)
         parts.append(
             PromptSection("recall", "From earlier conversations", "\n".join([RECALL_HEADER, *memory.recalled]))
         )
@@ -270,20 +270,12 @@ def fit_system_prompt(
     allowance: int | None = None,
 ) -> FittedPrompt:
     """The system prompt for `step` within `allowance` tokens (None: all of the memory shown),
-    rebuilt from stored data on every call (seed 003); what gave way is named by one line."""
+    rebuilt from stored data on every call; what gave way is named by one line."""
     return fit_parts(system_prompt_parts(step, agent_context, memory), allowance, left_out_note)
-
-
-def system_prompt_sections(
-    step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: PromptFacts | None = None
-) -> tuple[PromptSection, ...]:
-    """The whole system prompt for `step` (nothing left out), section by section: what each part
-    is and costs (the memory console); `render_system_prompt` joins them with blank lines."""
-    return fit_system_prompt(step, agent_context, memory).sections
 
 
 def render_system_prompt(
     step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: PromptFacts | None = None
 ) -> str:
-    """The whole system prompt for `step`, rebuilt from stored data on every call (seed 003)."""
+    """The whole system prompt for `step`, rebuilt from stored data on every call."""
     return fit_system_prompt(step, agent_context, memory).text

@@ -34,7 +34,7 @@ PROFILE_MIRROR: Mapping[tuple[OnboardingAgentType, str], str] = {
 
 class WorkingCopy:
     """The state and profile as the turn's tools leave them. `limits.max_asks` bounds the re-asks of
-    one waited-for field before it is skipped (seed 004); the profile limits bound what it keeps."""
+    one waited-for field before it is skipped; the profile limits bound what it keeps."""
 
     def __init__(
         self,
@@ -201,7 +201,7 @@ class WorkingCopy:
     def recall(self, about: str | None = None) -> str:
         """What `recall_facts` does (reads only): every fact kept about the client, its named fields
         and its free-form facts (oldest first), or only those sharing a word with `about`. The
-        system prompt may not have room for them all (llm/prompt_memory.py); this reads them."""
+        system prompt may not have room for them all (llm/sections.py); this reads them."""
         facts = [{"kind": key, "value": value} for key in PROFILE_FIELDS if (value := getattr(self.profile, key))]
         facts += [{"kind": "other", "value": fact} for fact in self.profile.other_facts]
         wanted = {word for word in (about or "").casefold().split() if len(word) > 2}

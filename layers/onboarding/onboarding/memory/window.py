@@ -1,14 +1,12 @@
-"""Owns the prompt's window: the newest WHOLE messages of the current conversation that the summary
-does not cover yet, as many as fit the token budget and the window's message limit.
+"""Owns the prompt's window and where it starts: the newest WHOLE messages of the current
+conversation that the summary does not cover yet, as many as fit the token budget and the
+window's message limit; and where a conversation starts (after an idle gap or a reset command).
 
 The oldest go first, a message is never cut, and a tool call travels with its results (Bedrock
 rejects a result without its call). Every message counts towards the limit, tool results too, as
-in the fold's policy (`fold.py`): the two agree, so what the fold leaves always fits the window.
-
-[merged from conversations.py] Owns where a conversation starts: after an idle gap or a reset command (seed 002).
-
-The window never reaches back across that start. The profile, agent_context and summary are not
-part of the window, so they stay.
+in the fold's policy (onboarding/summary.py): the two agree, so what the fold leaves always fits
+the window. The window never reaches back across the conversation's start; the profile, the
+answers and the summary are not part of the window, so they stay.
 """
 
 import re

@@ -1,7 +1,7 @@
 """Owns the one message type used from the table to the model: `Message`, with its `ToolCall`s.
 
 A stored message, a history entry in an agent's context and a message in the prompt's window are
-the same `Message`. It also reads as the spec's `{"role": ..., "content": ...}` mapping (spec 000's
+the same `Message`. It also reads as the spec's `{"role": ..., "content": ...}` mapping (the onboarding design's
 `conversation_history` entries), so the context holds the loaded messages themselves, not copies.
 """
 

@@ -1,4 +1,4 @@
-"""Owns the user profile: what the client told about themself, kept across conversations (seed 003).
+"""Owns the user profile: what the client told about themself, kept across conversations.
 
 It is the cross-thread memory: a new conversation (after a gap or a reset) starts with an empty
 window, but the profile, like `agent_context`, stays and is rendered into every system prompt.

@@ -28,7 +28,7 @@ def next_step(step: OnboardingAgentType) -> OnboardingAgentType | None:
 
 
 class WaitingFor(BaseModel):
-    """The one field the coach asked for and expects the next message to answer (seed 004).
+    """The one field the coach asked for and expects the next message to answer.
 
     `attempts` counts the turns that asked for it; the state survives between turns and channels
     because it is stored with the rest of the onboarding state.

@@ -1,11 +1,15 @@
-"""Owns the DynamoDB table: the only package that speaks DynamoDB.
+"""Owns the DynamoDB table: the only package that speaks DynamoDB, and only the services (the turn,
+the account, linking, the recall indexer) and the composition root import it.
 
 `keys` (the key schema), `codec` (items to domain types and back), `calls` (one place that
-translates every botocore failure, service or network, into `StoreError` and reads a cancelled
-transaction's reasons by the name of the item they belong to), and one repository per aggregate:
-`conversation` (reads), `turn_writes` (a turn's writes, with `client_records`), `phones` (with
-`link_requests`), `rate_limit`, `erasure`, `merging`, `text_keys` (the keys that seal queued texts).
-`Repositories` bundles them over one client.
+translates every botocore failure, service or network, into `StoreError`, reads a cancelled
+transaction's reasons by the name of the item they belong to, and writes whole partitions in
+batches), `capacity` (what each request consumed, for the turn's ledger), and one repository per
+aggregate: `reads` (a user's conversation: the turn's one Query, history pages, the fold's read),
+`writes` (a turn's writes), `client_records` (which message a client message id stored), `phones`
+(a number's owner, opt-out, link codes and link attempts), `rate_limit`, `erasure` (an erase, its
+guard on every write, and the keys that seal queued texts), `merging` (a link's merge), `changes`
+(the table's stream). `Repositories` bundles them over one client.
 """
 
 import time

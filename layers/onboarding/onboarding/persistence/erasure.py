@@ -70,7 +70,7 @@ class Eraser:
 
         A phone of theirs whose link left a merge pending (the texts of the SMS-only user it had
         been, not joined yet) takes that SMS-only user along: their partition is erased too and
-        counted in the report (issue 28; otherwise the texts would outlive the erase).
+        counted in the report (otherwise the texts would outlive the erase).
 
         `merged_into`: the user is erased because their memory joined that user (a linked phone's
         merge): the erase mark says so, and a text of theirs still queued is answered as that user

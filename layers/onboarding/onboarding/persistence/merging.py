@@ -1,11 +1,11 @@
 """Owns the table side of joining an SMS-only user to an app user: reading the SMS partition,
 copying its messages, message-id records and the key of its queued texts (so a text queued before
 the link can still be read, and answered as the app user), and writing the merged state, profile and summary
-(the rules are `memory.merge_rules`; the steps are `onboarding.linking`).
+(the rules and the steps are `onboarding.linking`'s).
 
 Every write into the app user's partition carries the erasure guard (`writing.erasure_guard`): an
 erase of the app user after the link refuses it (UserErasedError), so a merge still running can
-never write back what the erase removed (issue 28)."""
+never write back what the erase removed."""
 
 import time
 from collections.abc import Callable

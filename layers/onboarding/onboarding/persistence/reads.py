@@ -120,7 +120,7 @@ class ConversationRepository:
 
     def oldest_unsummarized(self, user_id: str, summary: ConversationSummary | None, limit: int) -> tuple[Message, ...]:
         """The OLDEST `limit` messages the summary does not cover yet, oldest first (the fold's read:
-        a fold takes them in order, so a backlog is caught up without passing any over; issue 28)."""
+        a fold takes them in order, so a backlog is caught up without passing any over)."""
         lower = message_sort_key(summary.through_message_id) if summary else MESSAGE_PREFIX
         request: dict[str, Any] = {
             "TableName": self._table,

@@ -1,5 +1,5 @@
 """Owns building the embedding model, Amazon Titan Text Embeddings V2 through langchain-aws's
-`BedrockEmbeddings` (the only place that builds one; the chat model is llm/chat_model.py's).
+`BedrockEmbeddings` (the only place that builds one; the chat model is llm/bedrock.py's).
 
 Its client's timeouts and tries come from the settings: on a turn's hot path one try, cut at
 RECALL_TIMEOUT_S (a slow embedding costs the turn its recall, never its reply); in the indexer,

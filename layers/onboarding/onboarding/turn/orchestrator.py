@@ -1,4 +1,4 @@
-"""Owns picking the user's current onboarding agent and giving it an immutable context (spec 000, §3).
+"""Owns picking the user's current onboarding agent and giving it an immutable context.
 
 `prepare` is pure: from what a turn loaded (state, profile, summary, newest messages) it cuts the
 window candidates and builds the agent. The turn service loads and calls it; the spec's
@@ -91,7 +91,7 @@ class OnboardingAgentOrchestrator:
 
     async def get_current_agent(self, user_id: str) -> BaseOnboardingAgent:
         """The agent for the user's next turn, from the newest `history_load_limit` messages (one
-        Query); on a read failure, a degraded context without history (seed 000)."""
+        Query); on a read failure, a degraded context without history."""
         try:
             # The reader is synchronous (boto3); keep the event loop free while it waits.
             loaded = await asyncio.to_thread(self._reader.load_turn, user_id, self._limits.history_load_limit)

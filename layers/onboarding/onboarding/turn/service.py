@@ -249,7 +249,7 @@ class TurnService:
         return await self._load(user_id, caller, exclude_message_id) if features.memory else single_prompt_context()
 
     async def _load(self, user_id: str, caller: Caller, exclude_message_id: str | None = None) -> TurnContext:
-        """The turn's one Query; on a failed read, a degraded context (seed 000's degradation). While
+        """The turn's one Query; on a failed read, a degraded context (the turn goes on without its memory). While
         the store's breaker is open the read is not even tried: the turn goes on degraded at once
         instead of waiting out the client's retries (its writes are still tried; decision 0010)."""
         breaker = self._store_breaker
