@@ -13,13 +13,15 @@ responses of the next `n` requests whose bytes contain `marker` (a request carry
 operation or item), so a test loses exactly the answer it means to; `cut_when(marker, n)` cuts the
 connection of the next `n` such requests before they reach the server (nothing lands);
 `stall_when(marker, n)` holds the next `n` such requests: they never reach the server and no answer
-comes (the client waits out its read timeout). Only loopback addresses are used.
+comes (the client waits out its read timeout). `delay_s` holds every request that long before it
+reaches the server (a slow network: a caller that blocks on it is held that long). Only loopback addresses are used.
 """
 
 import contextlib
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from typing import Literal
 
@@ -33,6 +35,7 @@ class TcpProxy:
         self.port = self._listener.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.mode: Mode = "pass"
+        self.delay_s = 0.0
         self._drops_left = 0
         self._marker: bytes | None = None
         self._marked_drops_left = 0
@@ -158,6 +161,8 @@ class TcpProxy:
                     return
                 if self._marks(data):
                     marked.set()
+                if self.delay_s:
+                    time.sleep(self.delay_s)
                 sink.sendall(data)
         with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_WR)
