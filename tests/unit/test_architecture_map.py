@@ -1,8 +1,10 @@
-"""docs/architecture.md cannot name a module that is not there: every path its layout table gives,
-every module a row names under its path (a parenthesis after a `folder/` names that folder's own),
-and every file path in its prose (the library's paths, as it writes them, are from the library's
-root) exists in the repository."""
+"""docs/architecture.md describes the code as it is, both ways: every module of the library and of
+the functions is named in its module tables, and every module those tables name exists; every path
+its layout table gives, every module a row names under its path (a parenthesis after a `folder/`
+names that folder's own), and every file path in its prose (the library's paths, as it writes
+them, are from the library's root) exists in the repository."""
 
+import ast
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,10 +95,49 @@ def test_every_path_and_module_the_architecture_names_exists() -> None:
         ("`coach`, `reading`", "`no_coach`, `reading`", "infra/local/bedrock_emulator/no_coach"),  # in a parenthesis
         ("`benchmark/` (the", "`no_benchmark/` (the", "infra/bench/no_benchmark/"),  # a folder of a row
         ("| `infra/local/iam/` |", "| `infra/local/no_iam/` |", "infra/local/no_iam/"),  # a row's own path
-        ("`llm/chat_model.py`", "`llm/no_chat_model.py`", "llm/no_chat_model.py"),  # a path in the prose
+        ("`llm/converse.py` turns", "`llm/no_converse.py` turns", "llm/no_converse.py"),  # a path in the prose
     ],
 )
 def test_a_renamed_module_is_reported(written: str, renamed: str, reported: str) -> None:
     text = ARCHITECTURE.read_text(encoding="utf-8")
     assert written in text
     assert reported in missing(text.replace(written, renamed, 1))
+
+
+def _table(text: str, heading: str) -> str:
+    return text.split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def documented_modules(text: str) -> set[str]:
+    """The modules the two module tables name, from the repository's root."""
+    library = re.findall(r"`([a-z0-9_/]+\.py)`", _table(text, "## The library, module by module"))
+    functions = re.findall(r"`(functions/[a-z0-9_/]+\.py)`", _table(text, "## The functions"))
+    return {f"layers/onboarding/onboarding/{path}" for path in library} | set(functions)
+
+
+def code_modules() -> set[str]:
+    """Every module of the library and the functions, but a package's `__init__.py` that holds only
+    its docstring (nothing to find there)."""
+    found = set()
+    for root in (LIBRARY, REPO / "functions"):
+        for path in root.rglob("*.py"):
+            if path.name == "__init__.py" and len(ast.parse(path.read_text(encoding="utf-8")).body) <= 1:
+                continue
+            found.add(str(path.relative_to(REPO)))
+    return found
+
+
+def test_every_module_is_named_and_every_name_is_a_module() -> None:
+    named, modules = documented_modules(ARCHITECTURE.read_text(encoding="utf-8")), code_modules()
+    assert len(modules) > 70
+    assert sorted(modules - named) == [], "modules docs/architecture.md does not name"
+    assert sorted(named - modules) == [], "modules docs/architecture.md names that do not exist"
+
+
+def test_a_module_left_out_of_the_map_or_gone_from_the_code_is_found() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    assert "| `summary.py` |" in text
+    dropped = documented_modules(text.replace("| `summary.py` |", "| summary |", 1))
+    assert "layers/onboarding/onboarding/summary.py" in code_modules() - dropped
+    renamed = documented_modules(text.replace("`summary.py`", "`summaries.py`", 1))
+    assert "layers/onboarding/onboarding/summaries.py" in renamed - code_modules()

@@ -700,8 +700,8 @@ def every_setting() -> set[str]:
     import tests.unit.test_every_flag_setting
     import tests.unit.test_every_sms_setting
     import tests.unit.test_fold_catch_up
-    import tests.unit.test_link_confirmation
-    import tests.unit.test_recall_settings  # noqa: F401
+    import tests.unit.test_linking
+    import tests.unit.test_recall  # noqa: F401
 
     return {
         *Settings.model_fields,

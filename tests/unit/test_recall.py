@@ -1,7 +1,11 @@
 """Recall of older messages, through the product's own composition root: the indexer (as the stream
 hands it changes), a turn's one embedding and one query (the emulator's Titan and the S3 Vectors
 stand-in), the "From earlier conversations" section within its own allowance, and every way recall
-can fail leaving the turn to go on without it."""
+can fail leaving the turn to go on without it.
+
+Every recall setting has an effect someone can see (test_every_setting.py holds the list; this
+module registers its part of it). RECALL_MAX_TOKENS is observed there, in the largest message.
+"""
 
 import json
 import time
@@ -14,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.s3vectors import S3VectorsStandIn
 from onboarding.audit import Caller
-from onboarding.composition import build_account, build_indexer, build_turn_service, build_vector_index
+from onboarding.composition import build_account, build_indexer, build_recaller, build_turn_service, build_vector_index
 from onboarding.config import Settings
 from onboarding.config.flags import MemoryFeatures
 from onboarding.llm.sections import RECALL_HEADER, recall_lines
@@ -23,14 +27,20 @@ from onboarding.model.history import ConversationSummary, TurnContext
 from onboarding.model.messages import Message, Role
 from onboarding.persistence import Repositories
 from onboarding.persistence.changes import MessageChange, message_change
+from onboarding.recall.embeddings import build_embeddings
 from onboarding.recall.indexer import embedded_text
 from onboarding.recall.vectors import metadata, recalled_message, vector_key
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
+from tests.support.setting_effects import observes
 from tests.unit.conftest import TABLE
 
 pytestmark = pytest.mark.unit
+
+
 DAY = 24 * 3600
+
+
 EARLIER = [
     ("user", "By the way, my dog is called Biscuit and he loves the river"),
     ("assistant", "Biscuit sounds like great company on walks!"),
@@ -74,9 +84,6 @@ def recalling(recall_settings: Settings, store: Repositories, llm: BaseChatModel
     return build_turn_service(recall_settings, store, llm)
 
 
-# --- what a message becomes in the index -------------------------------------------------------
-
-
 def test_a_message_is_embedded_with_what_it_answers_and_recalled_from_its_metadata() -> None:
     said = Message(
         "assistant", "Twice a week,  at 7 am", "0001795000000000-0a1b2c3d4e5f", datetime(2026, 5, 1, tzinfo=UTC)
@@ -113,9 +120,6 @@ def test_a_line_said_again_and_again_is_shown_once_and_leaves_room_for_one_said_
     ]
     allowance = count_tokens(RECALL_HEADER) + 1 + sum(count_tokens(line) + 1 for line in expected)
     assert recall_lines(ranked, allowance) == expected
-
-
-# --- a turn's recall ----------------------------------------------------------------------------
 
 
 async def test_a_turn_recalls_what_was_said_days_ago_into_its_own_section(
@@ -258,9 +262,6 @@ def _refuse(**_: Any) -> None:
     raise EndpointConnectionError(endpoint_url="http://table")
 
 
-# --- the indexer, erase and the stream's records -------------------------------------------------
-
-
 def test_the_indexer_indexes_what_was_said_and_forgets_what_was_removed(
     recall_settings: Settings, store: Repositories, vector_index: S3VectorsStandIn
 ) -> None:
@@ -361,3 +362,79 @@ def test_the_recall_flag_rolls_out_like_the_others(tmp_path: Any) -> None:
     features = build_memory_flags(Settings(table_name=TABLE, feature_flags_file=str(path))).for_user("u")
     assert (features.recall, features.arm) == (False, "no_recall")
     assert default_flags_document()["recall"] == {"default": True}
+
+
+pytestmark = pytest.mark.unit
+
+
+async def recall_of(settings: Settings, text: str = "What is my dog called?") -> Any:
+    recaller = build_recaller(settings)
+    assert recaller is not None
+    return await recaller.recall("u", text, wait_s=10)
+
+
+@observes("recall_top_k")
+async def test_the_index_is_asked_for_recall_top_k_matches(
+    dynamodb: Any, recall_settings: Settings, store: Repositories, vector_index: S3VectorsStandIn
+) -> None:
+    stored_earlier(dynamodb, recall_settings, "u")
+    index_stored(recall_settings, store, "u")
+    for top_k in (2, 40):
+        found = await recall_of(recall_settings.model_copy(update={"recall_top_k": top_k}))
+        assert vector_index.last_query["topK"] == top_k
+        assert len(found.messages) == min(top_k, 4)
+
+
+@observes("recall_timeout_s")
+async def test_recall_waits_at_most_recall_timeout_s(recall_settings: Settings, vector_index: S3VectorsStandIn) -> None:
+    vector_index.delay_s = 0.4
+    assert not (await recall_of(recall_settings.model_copy(update={"recall_timeout_s": 2.0}))).failed
+    started = time.monotonic()
+    assert (await recall_of(recall_settings.model_copy(update={"recall_timeout_s": 0.1}))).failed
+    assert time.monotonic() - started < 0.35
+
+
+@observes("embedding_dimensions")
+def test_embeddings_have_embedding_dimensions_values(recall_settings: Settings) -> None:
+    for size in (256, 512):
+        assert (
+            len(
+                build_embeddings(recall_settings.model_copy(update={"embedding_dimensions": size}), True).embed_query(
+                    "hi"
+                )
+            )
+            == size
+        )
+
+
+@observes("embedding_max_chars")
+def test_what_is_embedded_and_kept_is_cut_at_embedding_max_chars(
+    recall_settings: Settings, store: Repositories, vector_index: S3VectorsStandIn
+) -> None:
+    message = store.writes.append_message("u", "user", "word " * 100)
+    for cap in (120, 8000):
+        build_indexer(recall_settings.model_copy(update={"embedding_max_chars": cap})).apply(
+            MessageChange("u", message.message_id, message)
+        )
+        kept = vector_index.buckets["recall-test"]["messages"].vectors[vector_key("u", message.message_id)][1]
+        assert len(kept["text"]) == min(cap, 500)
+
+
+@observes("recall_index_arn")
+async def test_without_a_recall_index_a_turn_recalls_nothing(
+    settings: Settings, recall_settings: Settings, store: Repositories, llm: BaseChatModel,
+    vector_index: S3VectorsStandIn, emulator: BedrockEmulator,
+) -> None:  # fmt: skip
+    await turn(build_turn_service(settings, store, llm), "u", "Hi")
+    assert vector_index.queries == 0
+    await turn(build_turn_service(recall_settings, store, llm), "u", "Hi again")
+    assert vector_index.queries == 1
+
+
+@observes("embedding_model_id")
+async def test_recall_embeds_with_embedding_model_id(recall_settings: Settings, emulator: BedrockEmulator) -> None:
+    assert not (await recall_of(recall_settings)).failed
+    # The emulator serves Titan Text Embeddings V2 only: another model id reaches it, and is refused.
+    assert (
+        await recall_of(recall_settings.model_copy(update={"embedding_model_id": "cohere.embed-english-v3"}))
+    ).failed

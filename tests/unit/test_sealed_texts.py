@@ -24,7 +24,7 @@ from onboarding.sms.sealing import QueuedTextError, SealedText, read_queued
 from tests.support.clock import FakeClock
 from tests.support.sqs_events import text_keys
 from tests.unit.conftest import TABLE
-from tests.unit.test_link_confirmation import intake_with
+from tests.unit.test_linking import intake_with
 
 pytestmark = pytest.mark.unit
 

@@ -1,8 +1,13 @@
-"""Counting a phone's link codes, on moto in process (the texts at once over HTTP are in
-tests/integration/test_linking_and_erasure.py): texts with a right code sent at once never lock the
-phone out, even more of them than LINK_FAILURE_LIMIT; codes still being checked hold the room only
-until they settle; wrong ones lock the phone out, and an erase, by text or by DELETE /me, does not
-reset that: the count is an item of its own, keyed by a hash of the number, expiring with its window."""
+"""Linking a phone, on moto in process (the texts at once, over HTTP: tests/integration/
+test_linking_and_erasure.py): LINK <code> links nothing until the phone's YES, within
+LINK_CONFIRMATION_WINDOW_S; a YES too late, or without a LINK, is an ordinary text for the coach.
+Wrong codes are counted per phone, LINK_FAILURE_LIMIT of them per LINK_FAILURE_WINDOW_S, and the
+phone is locked out for the rest of the window, even for a right code; a right code costs nothing.
+Texts with a right code sent at once never lock the phone out, even more of them than the limit;
+codes still being checked hold the room only until they settle; an erase, by text or by DELETE
+/me, does not reset a lockout: the count is an item of its own, keyed by a hash of the number,
+expiring with its window.
+"""
 
 import threading
 from collections.abc import Callable
@@ -19,17 +24,82 @@ from onboarding.config import RateLimit, Settings
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import LINK_TRIES_PREFIX, link_tries_key
 from onboarding.persistence.phones import BUSY_RETRY_S, PENDING_WAITS_S, LinkAttempt, LinkLockout, LinkRequests
-from onboarding.sms.intake import LINK_BUSY, LINK_LOCKED, LINK_REFUSED, SmsIntake
+from onboarding.sms.inbound import InboundSms, SmsTurnRequest
+from onboarding.sms.intake import LINK_BUSY, LINK_LOCKED, LINK_REFUSED, LINKED, SmsIntake
 from onboarding.sms.queue import TurnQueue
 from tests.support.clock import FakeClock
-from tests.unit import test_link_confirmation as link_confirmation
+from tests.support.setting_effects import observes
 from tests.unit.conftest import TABLE
-from tests.unit.test_link_confirmation import PHONE, texted
+from tests.unit.test_sms_webhook import queued  # noqa: F401  (the queue's fixture)
 
 pytestmark = pytest.mark.unit
 
+
+PHONE = "+15551230077"
+
+
+def intake_with(dynamodb: Any, sms_queue: str, clock: FakeClock, **changes: Any) -> tuple[SmsIntake, Repositories]:
+    settings = Settings(table_name=TABLE, **changes)
+    store = Repositories.over(dynamodb, TABLE, settings, clock=clock)
+    queue = TurnQueue(boto3.client("sqs", region_name="us-east-1"), sms_queue)
+    return sms_intake(store, queue, settings, clock=clock), store
+
+
+def texted(intake: SmsIntake, body: str, sid: list[int] = [0]) -> str | None:  # noqa: B006  (a counter)
+    sid[0] += 1
+    return intake.accept(InboundSms(message_id=f"SM{sid[0]}", from_phone=PHONE, to_phone="+15550000000", body=body))
+
+
+@observes("link_confirmation_window_s")
+def test_a_yes_links_only_within_the_confirmation_window(
+    dynamodb: Any,
+    sms_queue: str,
+    clock: FakeClock,
+    queued: Callable[[], list[SmsTurnRequest]],  # noqa: F811
+) -> None:
+    intake, store = intake_with(dynamodb, sms_queue, clock, link_confirmation_window_s=120)
+    assert texted(intake, "YES") is None  # no LINK before: an answer for the coach
+    assert [r.text for r in queued()] == ["YES"]
+    code = store.phones.create_link_code("app-user").code
+    asked = texted(intake, f"LINK {code}")
+    assert asked is not None
+    assert "within 2 minutes" in asked
+    assert store.phones.phones_of("app-user") == ()  # nothing linked before the phone agrees
+    clock.now += 121
+    assert texted(intake, "YES") is None  # too late: an ordinary text again
+    assert store.phones.phones_of("app-user") == ()
+    texted(intake, f"LINK {code}")
+    clock.now += 119
+    assert texted(intake, "yes") == LINKED
+    assert store.phones.phones_of("app-user") == (PHONE,)
+
+
+@observes("link_failures_per_window", "link_failure_window_s")
+def test_wrong_codes_lock_the_phone_out_until_the_window_ends_and_a_right_code_costs_nothing(
+    dynamodb: Any, sms_queue: str, clock: FakeClock
+) -> None:
+    intake, store = intake_with(dynamodb, sms_queue, clock, link_failures_per_window=2, link_failure_window_s=600)
+    clock.now = 1_800_000_000 // 600 * 600 + 1.0  # the start of a window
+    right = store.phones.create_link_code("app-user").code
+    for _ in range(3):  # right codes, asked to confirm each time: none counts
+        assert "Reply YES" in (texted(intake, f"LINK {right}") or "")
+    assert texted(intake, "LINK ABCDEFGHJK") == LINK_REFUSED
+    assert texted(intake, "LINK ABCDEFGHJM") == LINK_REFUSED
+    locked = texted(intake, f"LINK {right}")  # the third code of the window is not even read
+    assert locked == LINK_LOCKED.format(minutes=10)
+    clock.now += 600  # the next window (the code expired meanwhile: a new one)
+    assert "Reply YES" in (texted(intake, f"LINK {store.phones.create_link_code('app-user').code}") or "")
+
+
+pytestmark = pytest.mark.unit
+
+
 WINDOW_S = 600
+
+
 LIMIT = RateLimit(2, WINDOW_S)
+
+
 SETTINGS = Settings(table_name=TABLE, link_failures_per_window=LIMIT.messages, link_failure_window_s=WINDOW_S)
 
 
@@ -38,8 +108,8 @@ def clock() -> FakeClock:
     return FakeClock(1_800_000_000 // WINDOW_S * WINDOW_S + 1.0)  # the start of a window
 
 
-def intake_with(dynamodb: Any, sms_queue: str, clock: FakeClock) -> tuple[SmsIntake, Repositories]:
-    return link_confirmation.intake_with(
+def limited_intake(dynamodb: Any, sms_queue: str, clock: FakeClock) -> tuple[SmsIntake, Repositories]:
+    return intake_with(
         dynamodb, sms_queue, clock, link_failures_per_window=LIMIT.messages, link_failure_window_s=WINDOW_S
     )
 
@@ -69,7 +139,7 @@ def test_two_right_codes_texted_at_once_from_a_fresh_phone_are_both_asked_to_con
 ) -> None:
     """Both texts' counting writes meet. Before, both failed the same-window update, one won the
     new-window update and the other was told "Too many wrong link codes" with no wrong code sent."""
-    intake, store = intake_with(dynamodb, sms_queue, clock)
+    intake, store = limited_intake(dynamodb, sms_queue, clock)
     code = store.phones.create_link_code("app-user").code
     texted(intake, "Hi coach")  # the phone is known; it has texted no code yet
     store = Repositories.over(_FirstUpdatesMeet(dynamodb, 2), TABLE, SETTINGS, clock=clock)  # type: ignore[arg-type]
@@ -141,7 +211,7 @@ def test_a_code_whose_check_never_settled_keeps_its_room_till_the_window_ends(dy
 def test_a_text_that_waited_in_vain_is_asked_to_send_its_code_again_not_told_it_is_locked_out(
     dynamodb: Any, sms_queue: str, clock: FakeClock
 ) -> None:
-    intake, store = intake_with(dynamodb, sms_queue, clock)
+    intake, store = limited_intake(dynamodb, sms_queue, clock)
     texted(intake, "Hi coach")
     for _ in range(LIMIT.messages):  # counted, never settled
         store.link_requests.take_link_attempt(PHONE, LIMIT)
@@ -182,7 +252,7 @@ def test_a_lockout_survives_an_erase(
 ) -> None:
     """Before, the count was on the phone's owner item, which the erase deletes: the next wrong code
     was read and answered "not valid" instead of "locked"."""
-    intake, store = intake_with(dynamodb, sms_queue, clock)
+    intake, store = limited_intake(dynamodb, sms_queue, clock)
     assert store.phones.link_by_code(PHONE, store.phones.create_link_code("app-user").code) is not None
     for _ in range(LIMIT.messages):
         assert texted(intake, "LINK ABCDEFGHJK") == LINK_REFUSED
