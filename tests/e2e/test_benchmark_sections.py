@@ -1,4 +1,4 @@
-"""Every section of the benchmark runs in its quick form at the current commit (issue 32): a section
+"""Every section of the benchmark runs in its quick form at the current commit: a section
 that crashes fails here, not in the next full run. The sections that build the artifact with
 `sam build` (cold starts, priming, sizes) are in the slow tier; the rest in the default run. Each
 checks what its figures must say whatever the machine: the design's promises and the figures'

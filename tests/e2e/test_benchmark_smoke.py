@@ -32,7 +32,7 @@ def test_the_quick_benchmark_runs_every_section_and_writes_its_report(tmp_path: 
     report = (out_dir / "benchmark.md").read_text(encoding="utf-8")
     assert "**missed**" not in report  # a quick run gives no verdicts
     assert f"Measured at commit `{figures['provenance']['commit']}`" in report
-    # Issue 19, item 9: the figures alone on stdout, the log lines in a file, a progress line on stderr.
+    # the figures alone on stdout, the log lines in a file, a progress line on stderr.
     assert not [line for line in out.splitlines() if line.startswith("{")]
     assert (out_dir / "benchmark.log").exists()
     assert f"benchmark [########################] 100% {len(SECTIONS)}/{len(SECTIONS)} sections" in completed.stderr

@@ -1,4 +1,4 @@
-"""Issue 19, items 4 and 5: Ctrl-C in `infra.chat` (at the prompt and during a reply) is a clean
+"""Ctrl-C in `infra.chat` (at the prompt and during a reply) is a clean
 one-line exit with the data saved and every child process ended; `--reset` forgets one user,
 `--reset-all` everyone, after saying so."""
 

@@ -59,7 +59,7 @@ def test_the_aws_console_reads_only_and_redacts_unless_asked(tmp_path: Path) -> 
             finally:
                 process.terminate()
                 process.wait(timeout=30)
-            # Issue 21: each read of the real table is in the audit trail the console prints.
+            # each read of the real table is in the audit trail the console prints.
             audit = [line for line in printed.read_text().splitlines() if '"Context access"' in line]
             # (The prompt's read, then its read of the recall index: each access is audited.)
             reads = [json.loads(line) for line in audit]

@@ -1,5 +1,5 @@
 """The cost ledger's smoke version, as CI runs it: the README's line completes, prints every figure
-issue 17 asks for (tokens, request units, each function's time with its spread, dollars by line,
+the ledger promises (tokens, request units, each function's time with its spread, dollars by line,
 the three memories side by side) and writes the report, and what it measured says what the design
 promises: our memory's table traffic stays flat with the history while LangChain's store grows,
 and the request units are computed, not moto's constants (moto reports nothing for a transaction)."""
@@ -59,7 +59,7 @@ def test_the_quick_cost_ledger_runs_and_prices_measured_turns(tmp_path: Path) ->
     assert float(peer[1][1]) > 2 * float(peer[0][1])  # it reads its whole history...
     assert float(peer[1][2]) > 2 * float(peer[0][2])  # ...and writes it back whole, every turn
 
-    # The dollar table: one row per line of the bill, one column per history (issue 29: readable
+    # The dollar table: one row per line of the bill, one column per history (readable
     # at 100 columns, every name whole).
     table = out.split("per 1,000 turns, at history", 1)[1].split("\n\n", 1)[0].splitlines()
     assert table[0].split() == ["20", "200"]

@@ -28,7 +28,7 @@ def test_the_quick_fidelity_run_keeps_every_needed_fact_within_the_budget(tmp_pa
     assert int(ours[2]) >= 30  # facts were actually needed and checked
     assert int(ours[3]) < int(ours[2])  # the window-only baseline loses some on the same script
     assert "| turns over the budget | 0 |" in out
-    # Seed 002's success metrics, each with its goal and verdict.
+    # The threading design's success metrics, each with its goal and verdict.
     efficiency = re.search(r"\| token efficiency: .* \| < 40 % \| mean (\d+) \([\d.]+ %\), p95 (\d+) .* \| met \|", out)
     assert efficiency is not None, out[-2000:]
     assert 0 < int(efficiency[1]) <= int(efficiency[2])
@@ -40,7 +40,7 @@ def test_the_quick_fidelity_run_keeps_every_needed_fact_within_the_budget(tmp_pa
     assert png is not None
     assert tmp_path / png[1] == out_dir / "fidelity.png"
     assert (tmp_path / png[1]).read_bytes().startswith(b"\x89PNG")
-    # Issue 19, item 9: the results only on stdout (the log lines in a file there), progress on stderr.
+    # the results only on stdout (the log lines in a file there), progress on stderr.
     assert sorted(p.name for p in out_dir.iterdir()) == [
         "fidelity.json",
         "fidelity.log",

@@ -1,8 +1,8 @@
-"""Issue 19, item 8: the local stack's log lines name the function that wrote them. Every function
+"""The local stack's log lines name the function that wrote them. Every function
 shares one process locally, and a line of the API used to carry the SMS worker's name once a text
 had been answered.
 
-Issue 29: those JSON lines go to a file under the data file's folder (`.local/logs/` by default),
+those JSON lines go to a file under the data file's folder (`.local/logs/` by default),
 whose path the banner prints; the terminal gets one human line per request or text; `-v` puts the
 JSON back on the terminal."""
 

@@ -1,4 +1,4 @@
-"""`python -m infra.local_stack --flags FILE` as a developer runs it (issue 21): the stack serves the
+"""`python -m infra.local_stack --flags FILE` as a developer runs it: the stack serves the
 file as its AppConfig flags profile, as the deployed stack's functions read theirs (the banner says
 so, and exports the profile's ids), and a turn over its API is answered in the file's arm; a bad file
 stops it at start with a clear error and exit code 2, before any port is taken."""

@@ -1,4 +1,4 @@
-"""The memory benchmark's --aws path, end to end without AWS (issue 18): a new process runs
+"""The memory benchmark's --aws path, end to end without AWS: a new process runs
 `python -m infra.memory_benchmark --aws` with the standard `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`
 pointed at a Bedrock emulator this test owns (the real client, no test-only branch). The coach's
 turns and the judge's calls both reach it; the prompts are captured where they leave the process;

@@ -1,4 +1,4 @@
-"""The memory benchmark's quick run, as CI runs it (issue 18): one conversation in LoCoMo's layout
+"""The memory benchmark's quick run, as CI runs it: one conversation in LoCoMo's layout
 replayed through the local stack; every answerable question's evidence reaches the model, no prompt
 presents a superseded value as current, and the seed's window loses some on the same run."""
 

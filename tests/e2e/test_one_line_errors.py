@@ -1,4 +1,4 @@
-"""Issue 29: every documented command answers a problem the person can fix with one `error:` line
+"""Every documented command answers a problem the person can fix with one `error:` line
 that says what to do, and exit code 2; never a traceback. One test per case the issue lists."""
 
 import os

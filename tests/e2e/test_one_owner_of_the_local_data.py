@@ -1,4 +1,4 @@
-"""Issue 19, item 2: one owner for the local data. With `infra.local_stack` running, the other tools
+"""One owner for the local data. With `infra.local_stack` running, the other tools
 use its table instead of starting their own on the same file (which the running stack would then
 overwrite); a second stack on the file refuses and says what to do; a killed stack leaves neither
 its server nor its lock behind."""

@@ -1,4 +1,4 @@
-"""Issue 19, item 3: a taken port is named, with the option that changes it, at once and without a
+"""A taken port is named, with the option that changes it, at once and without a
 traceback, whatever holds it: an HTTP server that answers something else, or a listener that never
 answers (which used to cost 100 s of silence and leave a `.partial` file behind)."""
 

@@ -71,7 +71,7 @@ def _section(title: str) -> str:
 
 
 def test_the_readme_is_laid_out_for_a_newcomer_and_shorter_than_before() -> None:
-    """Issue 29: shaped like the ecosystem's READMEs, in this order, at most 1,200 words; the
+    """Shaped like the ecosystem's READMEs, in this order, at most 1,200 words; the
     reference material in docs/."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     titles = [line[3:] for line in readme.splitlines() if line.startswith("## ")]
@@ -90,7 +90,7 @@ def test_the_readme_is_laid_out_for_a_newcomer_and_shorter_than_before() -> None
     assert "| to | you need |" in _section("Prerequisites")
     assert len([line for line in _section("What you can try").splitlines() if line.startswith("- ")]) == 5
     assert "sam delete" in _section("Clean up")
-    assert len(readme.split()) <= 1_200  # issue 29 found 2,464 words
+    assert len(readme.split()) <= 1_200  # it once held 2,464 words
     assert (REPO / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
     for link in re.findall(r"\]\(((?:docs/)?[\w./-]+)\)", readme):  # every link of the README leads somewhere
         assert (REPO / link).exists(), link
@@ -184,7 +184,7 @@ def test_the_local_development_commands_as_written(tmp_path: Path) -> None:
             if "infra.invoke" in line:  # the API and the webhook answer 200; the worker fails no record
                 assert '"statusCode": 200' in outputs[line] or '"batchItemFailures": []' in outputs[line], line
         assert outputs[readme_line("uv run python -m infra.inspect_prompt")].startswith("Step: fitness_assessment")
-        # Issue 21: the operator's read is in the audit trail, on stderr (and no other log line is).
+        # the operator's read is in the audit trail, on stderr (and no other log line is).
         inspect_errors = errors[readme_line("uv run python -m infra.inspect_prompt")].splitlines()
         audit = [json.loads(line) for line in inspect_errors if line.startswith("{")]
         # (Two reads: the memory, then the recall index.)

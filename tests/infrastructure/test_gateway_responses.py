@@ -1,4 +1,4 @@
-"""Issue 19, item 7: API Gateway's own refusals (no token, a missing route, throttling, 4xx, 5xx) use
+"""API Gateway's own refusals (no token, a missing route, throttling, 4xx, 5xx) use
 the API's one error shape, {"error", "message"}, in the deployed template."""
 
 import json

@@ -1,5 +1,5 @@
 """The deployed stack can be signed in to, is capped, and tells someone when it is unwell: asserted
-on template.yaml as CloudFormation sees it, after the SAM transform (issue 17)."""
+on template.yaml as CloudFormation sees it, after the SAM transform."""
 
 import json
 import re

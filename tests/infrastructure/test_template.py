@@ -266,7 +266,7 @@ def test_snapstart_restores_the_model_calling_functions_through_their_alias(tran
     assert load_template()["Parameters"]["SnapStart"]["Default"] == "PublishedVersions"
 
 
-# --- the memory's feature flags (issue 21) -------------------------------------------------------
+# --- the memory's feature flags -------------------------------------------------------
 
 TURN_FUNCTIONS = ("ApiFunction", "SmsWorkerFunction")
 

@@ -1,6 +1,6 @@
 """Two Lambdas answering one user at the same moment (the app and an SMS, say), as two processes
 against the local DynamoDB server over HTTP: each turn's tools save a different answer and a
-different fact, and both must be kept (issue 16, item 1). Each process has its own model (a Bedrock
+different fact, and both must be kept. Each process has its own model (a Bedrock
 emulator scripted with that process's tool calls); a barrier starts each pair of turns together,
 so both read the state before either stores it."""
 

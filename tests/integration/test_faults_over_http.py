@@ -3,7 +3,7 @@ table behind a small TCP proxy (refused connections, lost answers), the model be
 stalls. The app reaches each server only through AWS's standard endpoint variables, so pointing a
 variable at a proxy is all a test changes (the gateway starts the function cold with it).
 
-Each test names the protection of issue 16 it shows; docs/reliability.md has the figures."""
+Each test names the protection it shows; docs/reliability.md has the figures."""
 
 import json
 import threading

@@ -1,4 +1,4 @@
-"""Issue 21 over real HTTP: the local stack started with a feature flags file (`--flags`), the
+"""Over real HTTP: the local stack started with a feature flags file (`--flags`), the
 mobile API on the local gateway. Switching memory off in the file puts the next turns in
 single-prompt mode after FEATURE_FLAGS_MAX_AGE_S, with no restart; a broken or missing file never
 fails a turn and leaves the last known flags in force; switching memory back on restores it whole."""

@@ -1,4 +1,4 @@
-"""Issue 28 items 4 to 8, over real HTTP on the local stack (gateway, webhook, queue and worker,
+"""Over real HTTP on the local stack (gateway, webhook, queue and worker,
 DynamoDB server, Bedrock emulator, Twilio stand-in), with the template's policies enforced:
 
 - 4: a text in flight while its phone is linked is answered as the app user, not lost;

@@ -1,4 +1,4 @@
-"""Issue 19, item 3: a server the stack started that accepts connections and never answers is
+"""A server the stack started that accepts connections and never answers is
 reported within seconds (botocore's retries used to take about 100 s), and the stack cleans up."""
 
 import socket

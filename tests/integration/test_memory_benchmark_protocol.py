@@ -1,4 +1,4 @@
-"""LoCoMo's protocol on the local stack (issue 31), run on a small file of our own in LoCoMo's real
+"""LoCoMo's protocol on the local stack, run on a small file of our own in LoCoMo's real
 layout: both speakers stored as said, the caption with its image turn, each session at its own
 date, the questions asked of the memory without being written into it, whole-word answers and
 traps, the unreadable evidence id reported, the baselines and the ceiling from the transcript."""

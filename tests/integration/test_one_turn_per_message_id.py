@@ -1,4 +1,4 @@
-"""Issue 28 item 3, over real HTTP on the local stack (gateway, DynamoDB server, Bedrock emulator):
+"""Over real HTTP on the local stack (gateway, DynamoDB server, Bedrock emulator):
 one model turn per client message id.
 
 - 20 copies of one message sent at once made 20 model calls, and the rate limit counted 1. Now the

@@ -83,7 +83,7 @@ def test_a_linked_phone_s_texts_move_into_the_app_user_s_recall(stack: LocalStac
     owner = found.user_id  # the number's SMS-only user, until the link
     texted = len(vectors_of(stack, owner))
     code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(user)).json()["code"]
-    assert "Reply YES" in text(stack, phone, f"LINK {code}").text  # the phone agrees first (issue 28)
+    assert "Reply YES" in text(stack, phone, f"LINK {code}").text  # the phone agrees first
     assert "Linked!" in text(stack, phone, "YES").text
     stack.drain_index()
     assert vectors_of(stack, owner) == []

@@ -1,4 +1,4 @@
-"""Issue 28 item 2, for all inputs: a backlog of unsummarized messages (folds that failed, or the
+"""For all inputs: a backlog of unsummarized messages (folds that failed, or the
 memory or the summary switched off for a while) is folded oldest first, a bounded amount a turn,
 over as many turns as it needs. Each fold takes a prefix of the oldest unsummarized messages (none
 is ever passed over), reads at most FOLD_READ_LIMIT of them, and after enough turns every message

@@ -1,4 +1,4 @@
-"""Issue 4's rules, for all inputs: the budget is never exceeded, no message is cut, order is kept,
+"""The memory's rules, for all inputs: the budget is never exceeded, no message is cut, order is kept,
 tool calls stay with their results, and the summary plus the window never drop a message."""
 
 import json

@@ -1,4 +1,4 @@
-"""Issue 28 item 1, for all inputs: for any memory within the caps (answers of any steps at up to
+"""For all inputs: for any memory within the caps (answers of any steps at up to
 PROFILE_VALUE_CHARS characters with their earlier values, skipped items, a full profile, a summary
 at its cap and an earlier conversation's lines riding with it) and any message the up-front check
 accepts, on any settings the validation accepts: the system prompt is within its allowance, the

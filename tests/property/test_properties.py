@@ -1,4 +1,4 @@
-"""Spec 000's correctness properties 1-7, and Property 8 (Bedrock-valid message lists)."""
+"""The onboarding design's correctness properties 1-7, and Property 8 (Bedrock-valid message lists)."""
 
 import uuid
 from collections.abc import Mapping, Sequence

@@ -1,4 +1,4 @@
-"""Issue 21's percentage rollout: Powertools' MODULO_RANGE over a stable bucket of the user id
+"""The flags' percentage rollout: Powertools' MODULO_RANGE over a stable bucket of the user id
 puts each user in the same arm on every instance and every turn (the app and SMS share the user
 id once linked), near the set share of 10,000 users, and a user in at 10 % stays in at 25, 50, 100."""
 

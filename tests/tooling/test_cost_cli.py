@@ -39,7 +39,7 @@ def test_a_model_without_a_price_is_refused_by_name(
 
 
 def test_the_dollar_table_names_every_line_whole_within_100_columns() -> None:
-    """Issue 29: the headers were cut to 14 characters ("Lambda duratio") in a 150-column row."""
+    """The headers were cut to 14 characters ("Lambda duratio") in a 150-column row."""
     from infra.bench.cost.ledger import LINES, Comparison
 
     comparisons = [

@@ -455,7 +455,7 @@ def test_a_tool_call_streams_as_bedrock_streams_it(emulator: BedrockEmulator) ->
     assert names[0] == "messageStart"
     assert names[-2:] == ["messageStop", "metadata"]
     assert events[-2][1] == {"stopReason": "tool_use"}
-    # The tool round says nothing: the coach speaks once, after the tools answered (issue 29).
+    # The tool round says nothing: the coach speaks once, after the tools answered.
     assert not [p for n, p in events if n == "contentBlockDelta" and "text" in p["delta"]]
     starts = [p for n, p in events if n == "contentBlockStart"]
     assert [(s["contentBlockIndex"], s["start"]["toolUse"]["name"]) for s in starts] == [
@@ -468,7 +468,7 @@ def test_a_tool_call_streams_as_bedrock_streams_it(emulator: BedrockEmulator) ->
         if name == "contentBlockDelta" and "toolUse" in payload["delta"]:
             inputs.setdefault(payload["contentBlockIndex"], []).append(payload["delta"]["toolUse"]["input"])
     assert len(inputs[0]) > 1  # the input comes in fragments, as Bedrock sends it
-    # The name is a fact about the client, not part of the answer (issue 18).
+    # The name is a fact about the client, not part of the answer.
     assert json.loads("".join(inputs[0])) == {"fitness_level": "beginner", "step_complete": False}
     assert json.loads("".join(inputs[1])) == {"kind": "name", "value": "Sam"}
     # Every block is closed once, in order, before messageStop.
@@ -579,7 +579,7 @@ def test_an_answer_is_saved_with_the_field_the_previous_message_asked() -> None:
     messages = [_user("hi"), _assistant(f"Thanks! {QUESTIONS[1]}"), _user("I run")]
     reply = coach_respond(SYSTEM_WITH_TOOLS, messages, _tool_config())
     assert _calls(reply) == [("save_fitness_assessment", {"current_activity": "I run", "step_complete": False})]
-    assert reply.text == ""  # acknowledged once, after the save (issue 29)
+    assert reply.text == ""  # acknowledged once, after the save
 
 
 def test_the_step_is_complete_when_known_and_saved_fields_cover_the_rest() -> None:
@@ -616,7 +616,7 @@ def test_an_evasive_answer_asks_for_the_field_instead_of_saving(answer: str) -> 
     assert _calls(coach_respond(SYSTEM_WITH_TOOLS, messages, _tool_config())) == [
         ("ask_for", {"field": "age_and_body"})
     ]
-    # Without ask_for on offer, it is still no age or body (issue 29): nothing saved, asked again.
+    # Without ask_for on offer, it is still no age or body: nothing saved, asked again.
     reply = coach_respond(SYSTEM_WITH_TOOLS, messages, _tool_config("save_fitness_assessment"))
     assert _calls(reply) == []
     assert reply.text.endswith(QUESTIONS[3])
@@ -640,7 +640,7 @@ def test_facts_are_remembered_without_a_question_to_answer(text: str, facts: lis
     remembered: list[tuple[str, dict[str, Any]]] = [
         ("remember_fact", {"kind": kind, "value": value}) for kind, value in facts
     ]
-    if any(kind == "limitations" for kind, _ in facts):  # also the answer to an item of this step (issue 29)
+    if any(kind == "limitations" for kind, _ in facts):  # also the answer to an item of this step
         remembered.insert(0, ("save_fitness_assessment", {"limitations": text, "step_complete": False}))
     assert _calls(reply) == remembered
 

@@ -1,4 +1,4 @@
-"""Issue 19, item 2: the local data file is written atomically and owned by one stack at a time."""
+"""The local data file is written atomically and owned by one stack at a time."""
 
 import json
 from collections.abc import Iterator

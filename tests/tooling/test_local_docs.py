@@ -1,4 +1,4 @@
-"""Issue 19, item 11: the local /docs page works offline: Swagger UI's JavaScript, CSS and icon are
+"""The local /docs page works offline: Swagger UI's JavaScript, CSS and icon are
 served by the local gateway itself, and the page names no other host."""
 
 import re

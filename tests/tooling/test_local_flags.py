@@ -1,4 +1,4 @@
-"""`--flags FILE` of infra.chat and infra.local_stack (issue 21): a file that is missing, not JSON
+"""`--flags FILE` of infra.chat and infra.local_stack: a file that is missing, not JSON
 or not in the feature flags schema is a clear error at start, before anything runs; a good one
 reaches the turns through FEATURE_FLAGS_FILE."""
 

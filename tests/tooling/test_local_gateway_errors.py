@@ -1,4 +1,4 @@
-"""Issue 19, item 7: the local gateway refuses as the deployed API Gateway does, in the API's one
+"""The local gateway refuses as the deployed API Gateway does, in the API's one
 error shape: the bodies come from template.yaml's GatewayResponses."""
 
 import json

@@ -1,4 +1,4 @@
-"""The memory benchmark's LLM judge (issue 18, --aws): verdicts parsed robustly (an unparseable
+"""The memory benchmark's LLM judge (--aws): verdicts parsed robustly (an unparseable
 one counts as wrong and is reported), aggregated by category, asked with the question, the gold
 answer and the coach's answer; and the emulator's judge, the test double the --aws test runs on."""
 

@@ -1,4 +1,4 @@
-"""Issue 19, item 9: a long command's log lines go to a file, its progress to a line on stderr."""
+"""A long command's log lines go to a file, its progress to a line on stderr."""
 
 import io
 import sys

@@ -356,7 +356,7 @@ async def test_a_resend_returns_the_reply_byte_for_byte_even_after_a_tool_round(
     """The first answer had text before and after a tool call (two model rounds); a resend, as
     JSON or as a stream, returns exactly what was sent the first time, not only the last round."""
     await client.post("/chat", json={"message": "Hi"}, headers=identity("user-1"))
-    # The local coach speaks once, after its tools (issue 29); a model may also speak before them.
+    # The local coach speaks once, after its tools; a model may also speak before them.
     save = ToolCall("tooluse_resend0000000000000", "save_fitness_assessment", {"fitness_level": "beginner"})
     emulator.script(CoachReply("Thanks! ", (save,)))
     emulator.script(CoachReply("Noted your fitness level."))

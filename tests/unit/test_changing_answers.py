@@ -1,4 +1,4 @@
-"""Issue 18 on the turn service with the local coach: answers keep where they came from and change
+"""On the turn service with the local coach: answers keep where they came from and change
 when the client corrects them (the prompt shows current values only, the history on request), a
 name given applies in the same turn's reply, a returning client gets a recap, and "start over"
 after onboarding starts it again. The real langchain-aws client talks to the Bedrock emulator."""
@@ -65,7 +65,7 @@ async def test_a_correction_replaces_the_value_keeps_the_old_one_with_its_source
     since = len(emulator.requests)
     await harness.say("Actually my fitness level is intermediate these days")
     now = _level(harness)
-    assert now.value == "intermediate"  # the part that changed, not the sentence around it (issue 29)
+    assert now.value == "intermediate"  # the part that changed, not the sentence around it
     assert [(p.value, p.said_in, p.said_at) for p in now.previous] == [("beginner", said_in.message_id, first.said_at)]
     assert now.previous[0].replaced_at == now.said_at
     assert "correct_answer" in _tools_called(emulator, since)
@@ -96,7 +96,7 @@ async def test_a_name_given_applies_in_the_same_turns_reply(harness: Harness, em
     assert "Address the client as Tom." not in systems[0]
     assert "Address the client as Tom." in systems[1]  # rebuilt between the tool rounds
     # After its tool calls the reply goes on from the rebuilt prompt, by name.
-    assert reply.startswith("Nice to meet you, Tom!")  # one acknowledgement, the name once (issue 29)
+    assert reply.startswith("Nice to meet you, Tom!")  # one acknowledgement, the name once
     assert reply.count("Tom") == 1
     # "Call me Tom" was a profile fact, never the answer to the question asked.
     assert "fitness_assessment" not in harness.store.conversations.load_turn("u", 0).state.agent_context

@@ -1,4 +1,4 @@
-"""Issue 29: the local coach, the README's first command, reads correctly from a new user's first
+"""The local coach, the README's first command, reads correctly from a new user's first
 message to the end of onboarding. One scripted conversation of 30 turns on the turn service (the
 real langchain-aws client, the Bedrock emulator, moto), every reply asserted as the person reads
 it. Each turn is there for one of the oddities the issue listed (docs/decisions/0024-local-coach.md).

@@ -1,4 +1,4 @@
-"""Every feature-flag setting (issue 21) has an effect someone can see, through the composition
+"""Every feature-flag setting has an effect someone can see, through the composition
 root. Registered with test_every_setting.py's list, which imports this module."""
 
 import asyncio

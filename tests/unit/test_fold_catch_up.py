@@ -1,4 +1,4 @@
-"""Issue 28 item 2: a fold never passes a backlog over. With 1,500 messages waiting unsummarized (folds
+"""A fold never passes a backlog over. With 1,500 messages waiting unsummarized (folds
 that failed, or the memory switched off for a while), the fold read the newest 200 and moved the
 summary's `through` past the 1,300 older ones, which then never reached the model again. Now each
 fold summarises the oldest unsummarized messages, in order, at most FOLD_READ_LIMIT read and

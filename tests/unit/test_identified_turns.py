@@ -45,7 +45,7 @@ async def test_copies_that_arrive_while_the_first_is_answered_run_no_model_and_t
     """Deliveries that all start before the first finishes (interleaved deterministically: in-process
     moto does not make transactions atomic across threads, as DynamoDB does; the concurrent copy is
     tests/integration/test_one_turn_per_message_id.py). Each copy is told to retry, stores nothing,
-    calls no model; once the reply is stored a copy replays it (issue 28 item 3)."""
+    calls no model; once the reply is stored a copy replays it."""
     first = await service.start_turn("u", "Hello coach", "msg-1")
     for _ in range(4):
         with pytest.raises(TurnInProgressError) as refused:

@@ -1,4 +1,4 @@
-"""Issue 21: the memory's feature flags on a turn. Single-prompt mode (memory off) reads nothing,
+"""The memory's feature flags on a turn. Single-prompt mode (memory off) reads nothing,
 sends the model only the system prompt and the message, stores the two messages and does not tell
 the person their memory is unavailable; summary, profile and gap off each leave their part out;
 flags that cannot be evaluated never fail a turn; the arm is in the turn's telemetry."""

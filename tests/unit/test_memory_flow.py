@@ -1,4 +1,4 @@
-"""Issue 4 end to end on the turn service: tools and step advancement, the profile, gaps and
+"""The memory end to end on the turn service: tools and step advancement, the profile, gaps and
 resets, the budget, the rolling summary, waiting for a field, and expiry. The real langchain-aws
 client talks to the Bedrock emulator (which applies Converse's tool rules); DynamoDB is moto."""
 

@@ -1,4 +1,4 @@
-"""Issue 28 item 3, the rules on one process (the copies at once, over HTTP, are
+"""Client message ids, the rules on one process (the copies at once, over HTTP, are
 tests/integration/test_one_turn_per_message_id.py): the delivery that answers a client message id
 holds it; a copy meanwhile runs no model; a turn that ends without a reply gives the id up, and the
 retry that answers it is counted by the rate limit, like every model call; a hold nobody released

@@ -192,7 +192,7 @@ def test_the_summary_joins_too(store: Repositories, handler: Handler) -> None:
 def test_linking_audits_the_read_and_the_erase_of_the_numbers_memory(
     store: Repositories, handler: Handler, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Issue 21: a merge reads one user's memory and erases it; both are in the audit trail.
+    # a merge reads one user's memory and erases it; both are in the audit trail.
     sms_user = _texted_before_linking(store, handler)
     code = store.phones.create_link_code("app-user").code
     caplog.clear()

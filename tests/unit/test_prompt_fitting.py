@@ -1,4 +1,4 @@
-"""Issue 28 item 1: a user with a rich memory is never locked out. The system prompt is fitted to its
+"""A user with a rich memory is never locked out. The system prompt is fitted to its
 allowance deterministically: our instructions and the current step's answers first, then the other
 answers, the summary and the profile in turns; what gave way (the oldest facts and answers, the
 summary's oldest lines) is named in one line with the tools that read it.

@@ -1,4 +1,4 @@
-"""Issue 21: where the flags come from, and what happens when they cannot be had. The file store
+"""Where the flags come from, and what happens when they cannot be had. The file store
 reads an edit once its max age has passed; AppConfig is asked through Powertools' AppConfigStore;
 an unreachable store or an invalid configuration keeps the last known flags (or the documented
 defaults), logs a warning without personal data and counts FeatureFlagsUnavailable."""

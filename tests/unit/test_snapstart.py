@@ -199,7 +199,7 @@ def test_the_sms_workers_own_primer_primes_offline_through_its_composition(
 async def test_priming_never_asks_appconfig_for_the_flags(
     settings: Settings, llm: BaseChatModel, emulator: BedrockEmulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 21: a configuration session started before the snapshot would be shared by every
+    """A configuration session started before the snapshot would be shared by every
     restored copy; priming runs on the default flags and builds no AppConfig client."""
     built: list[str] = []
     real = boto3.client

@@ -1,4 +1,4 @@
-"""Seed 004's redacted telemetry: one `turn_received` and one `turn_responded` line per turn, with
+"""Redacted telemetry: one `turn_received` and one `turn_responded` line per turn, with
 counts and names only; the per-turn metrics the dashboard reads; the capacity a turn consumed."""
 
 import json

@@ -131,7 +131,7 @@ async def test_an_empty_reply_is_not_stored(
 async def test_a_history_with_a_reply_stored_twice_never_blocks_the_user(
     service: TurnService, store: Repositories, emulator: BedrockEmulator
 ) -> None:
-    """A reply written twice under new keys (the defect of issue 16): the same toolUse id, answered,
+    """A reply written twice under new keys (a defect once): the same toolUse id, answered,
     twice. Bedrock refuses repeated ids, so the history sent keeps each call once with one result."""
     call = ToolCall("tooluse-X", "save_fitness_assessment", {"fitness_level": "beginner"})
     store.writes.append_message("u", "user", "I'm a beginner")

@@ -1,4 +1,4 @@
-"""Versioned state (issue 16, item 1), in process: a turn whose commit meets a state another turn
+"""Versioned state, in process: a turn whose commit meets a state another turn
 saved after its read re-reads and applies its own changes again, so both answers are kept; saving
 an answer that is already stored leaves one answer. The two-process race over HTTP is in
 integration/test_concurrent_memory.py."""
@@ -49,7 +49,7 @@ async def test_a_commit_that_meets_another_turns_state_keeps_both_answers(
     await run_turn(service, "u", "I'm a beginner")
     answers = store.conversations.load_turn("u", 20).state.agent_context["fitness_assessment"]
     assert commits == [1]
-    # (answers are records with their provenance since issue 18; their values are what counts here)
+    # (answers are records with their provenance; their values are what counts here)
     assert (answer_value(answers.get("fitness_level")), answer_value(answers.get("current_activity"))) == (
         "beginner",
         "swims",
