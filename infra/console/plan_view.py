@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from infra.console.schemas import LeftOut, PlanView, SectionView, ToolCallView, WindowMessage
 from infra.inspect_prompt import redact_system_prompt
 from onboarding.agents.base import PromptPlan
-from onboarding.llm.prompt import PromptSection
+from onboarding.llm.sections import PromptSection
 from onboarding.memory.tokens import count_tokens
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, message_tokens, unsummarized, window_candidates

@@ -8,6 +8,7 @@ other's turns. Every write of the data file or the state file is atomic: a tempo
 same folder, then `os.replace`, so a crash leaves the old file or the new one, never half of one.
 """
 
+import base64
 import fcntl
 import json
 import os
@@ -33,6 +34,28 @@ class DamagedDataFileError(LocalToolError):
     """The data file holds a line that is not a table item: it was moved aside, unchanged."""
 
 
+def _binary(value: Any, convert: Any) -> Any:
+    """An attribute value with its binary parts (`B`, `BS`, inside `M` and `L` too) converted."""
+    if not isinstance(value, dict):
+        return value
+    if "B" in value:
+        return {"B": convert(value["B"])}
+    if "BS" in value:
+        return {"BS": [convert(b) for b in value["BS"]]}
+    if "M" in value:
+        return {"M": {k: _binary(v, convert) for k, v in value["M"].items()}}
+    if "L" in value:
+        return {"L": [_binary(v, convert) for v in value["L"]]}
+    return value
+
+
+def item_line(item: dict[str, Any]) -> str:
+    """One item as a line of the data file: DynamoDB JSON, binary values in base64 as on the wire
+    (the client hands them over as bytes, which JSON cannot hold)."""
+    encoded = {name: _binary(value, lambda b: base64.b64encode(b).decode()) for name, value in item.items()}
+    return json.dumps(encoded, ensure_ascii=False) + "\n"
+
+
 def read_items(data_file: Path) -> list[dict[str, Any]]:
     """The items of `data_file` (one DynamoDB-JSON item a line), [] when it does not exist. A line
     that is not an item moves the whole file aside (`<name>.damaged-<time>`), so the next start
@@ -50,7 +73,7 @@ def read_items(data_file: Path) -> list[dict[str, Any]]:
             raise _damaged(data_file, f"line {number} is not JSON: {error.args[0].split(':')[0]}") from None
         if not isinstance(item, dict) or not all(isinstance(value, dict) for value in item.values()):
             raise _damaged(data_file, f"line {number} is not a DynamoDB item")
-        items.append(item)
+        items.append({name: _binary(value, base64.b64decode) for name, value in item.items()})
     return items
 
 

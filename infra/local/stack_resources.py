@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from infra.local.data import atomic_write, read_items
+from infra.local.data import atomic_write, item_line, read_items
 from infra.local.deployment import LocalDeployment
 from infra.local.dynamodb_process import FIRST_ANSWER_TIMEOUT_S
 from infra.local.errors import LocalToolError
@@ -105,7 +105,7 @@ def table_items(client: Any, table_name: str) -> Iterator[dict[str, Any]]:
 
 def save_items(data_file: Path, items: Iterator[dict[str, Any]]) -> None:
     """Every item to `data_file`, one DynamoDB-JSON item a line, atomically."""
-    atomic_write(data_file, (json.dumps(item, ensure_ascii=False) + "\n" for item in items))
+    atomic_write(data_file, (item_line(item) for item in items))
 
 
 def load_items(client: Any, table_name: str, data_file: Path) -> None:

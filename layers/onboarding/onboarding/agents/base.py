@@ -12,8 +12,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Syst
 from onboarding.config import DEFAULT_LIMITS, Limits
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.converse import alternating_messages
-from onboarding.llm.prompt import FittedPrompt, PromptFacts, PromptSection, fit_system_prompt
-from onboarding.llm.sections import recall_lines, recall_section_tokens
+from onboarding.llm.prompt import FittedPrompt, PromptFacts, fit_system_prompt
+from onboarding.llm.sections import PromptSection, recall_lines, recall_section_tokens
 from onboarding.llm.tools import build_tools, tool_definitions
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
