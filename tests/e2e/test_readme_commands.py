@@ -59,7 +59,7 @@ RUN_BY = {
     "uv run python -m infra.cost --quick": "test_cost_smoke.py",
     "uv run python -m infra.memory_benchmark --quick": "test_memory_benchmark_smoke.py",
 }  # fmt: skip
-DEFAULT_PORTS = (8000, 8001, 3000, 8002)
+DEFAULT_PORTS = (8000, 8001, 3000, 8002, 8003)  # the recall index's 8003 too
 
 
 def test_every_readme_command_is_run_by_a_test_or_marked_as_needing_aws() -> None:
@@ -152,7 +152,7 @@ def test_the_flags_chat_command_as_written(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(
     not all(port_is_free("127.0.0.1", port) for port in DEFAULT_PORTS),
-    reason="the README's commands use the default ports 8000-8002 and 3000, and one is taken here",
+    reason="the README's commands use the default ports 8000-8003 and 3000, and one is taken here",
 )
 def test_the_local_development_commands_as_written(tmp_path: Path) -> None:
     here = sandbox(tmp_path)
@@ -207,7 +207,7 @@ def test_the_local_development_commands_as_written(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(
     not all(port_is_free("127.0.0.1", port) for port in DEFAULT_PORTS),
-    reason="the README's commands use the default ports 8000-8002 and 3000, and one is taken here",
+    reason="the README's commands use the default ports 8000-8003 and 3000, and one is taken here",
 )
 def test_the_console_command_as_written(tmp_path: Path) -> None:
     """The console's line as the README writes it: its page answers where the comment says, and
