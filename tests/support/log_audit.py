@@ -5,7 +5,8 @@ what it likes (a fuzz run's status counts, a benchmark's figures), and a fuzzed 
 coincidence is no leak. What it reads, after each test (setup, call and teardown):
 
 - every record any logger handled while the test ran, the loggers that do not propagate to the
-  root included (the local gateway's uvicorn): a record written by a Powertools handler as the JSON
+  root included (the local gateway's uvicorn), except those logged by the tests' own code (a test
+  of a logger's formatting logs on purpose): a record written by a Powertools handler as the JSON
   line that handler writes (its own formatter, phone masking included), any other record as its
   message, its extra fields and its traceback;
 - every structured line in what the test wrote to stdout or stderr: a Powertools JSON log line or a
@@ -36,6 +37,7 @@ A test whose records hold personal data fails with the offending record's field 
 import ast
 import json
 import logging
+import os
 import re
 import traceback
 from collections.abc import Callable, Generator, Iterator
@@ -180,13 +182,18 @@ def plain_text(record: logging.LogRecord) -> str:
     return "\n".join(parts)
 
 
+TESTS = str(ROOT / "tests") + os.sep
+
+
 class RecordSpy:
     """Every record any logger handles while a test runs, kept as what it was written as: the JSON
     line of the Powertools formatter that writes it, or the plain text of any other record. It wraps
     `logging.Logger.callHandlers` (which every logger passes each record it handles through) rather
     than adding a handler to the root logger, which the records of non-propagating loggers never reach."""
 
-    def __init__(self) -> None:
+    def __init__(self, skip_under: str | None = None) -> None:
+        """`skip_under`: the folder whose own log calls are not kept (the suite's spy: tests/)."""
+        self.skip_under = skip_under
         self.lines: list[tuple[str, dict[str, Any]]] = []
         self.plain: list[tuple[str, str]] = []  # (logger name and level, text)
         self.unreadable: list[str] = []
@@ -211,6 +218,8 @@ class RecordSpy:
             self._original = None
 
     def keep(self, logger: logging.Logger, record: logging.LogRecord) -> None:
+        if self.skip_under is not None and os.path.abspath(record.pathname).startswith(self.skip_under):
+            return
         formatter = _powertools_formatter(logger)
         if formatter is not None:
             line = formatter.format(record)
@@ -314,7 +323,7 @@ def _record_what_users_say(request: pytest.FixtureRequest, monkeypatch: pytest.M
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
-    spy = RecordSpy()
+    spy = RecordSpy(skip_under=TESTS)
     item.stash[RECORDS] = spy
     spy.start()
     yield

@@ -1,5 +1,6 @@
 """The suite-wide log audit (tests/support/log_audit.py) catches what it is meant to catch."""
 
+import io
 import json
 import logging
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from aws_lambda_powertools import Logger
 
 from tests.support.log_audit import (
     KNOWN_MESSAGES,
+    TESTS,
     RecordSpy,
     _is_text,
     metric_problems_in,
@@ -70,8 +72,7 @@ def test_a_text_inside_our_own_literal_message_or_a_key_is_not_reported() -> Non
 
 @pytest.fixture
 def spy() -> Iterator[RecordSpy]:
-    """A spy of its own inside the suite's (which goes on seeing these records: they name no text a
-    user said in this test, so it finds nothing in them)."""
+    """A spy of its own, which keeps the records a test logs (the suite's skips them)."""
     records = RecordSpy()
     records.start()
     try:
@@ -103,12 +104,29 @@ def test_a_record_of_a_logger_that_does_not_propagate_is_read(spy: RecordSpy) ->
 
 
 def test_a_powertools_record_is_read_as_the_json_line_its_formatter_writes(spy: RecordSpy) -> None:
-    # (A token, not free text: the suite's own audit reads this record too.)
-    Logger(service="audit-probe-powertools").info("Turn completed", extra={"text": "kneeclicks", "turns": 2})
+    unseen = logging.StreamHandler(io.StringIO())  # its line is read by the spy, not from the test's stdout
+    Logger(service="audit-probe-json", logger_handler=unseen).info(
+        "Turn completed", extra={"text": "my knee clicks", "turns": 2}
+    )
     ((text, record),) = spy.lines
-    assert (record["message"], record["service"], record["turns"]) == ("Turn completed", "audit-probe-powertools", 2)
-    assert problems_in(text, record, said=["kneeclicks"]) == ["a user's message text"]
+    assert (record["message"], record["service"], record["turns"]) == ("Turn completed", "audit-probe-json", 2)
+    assert problems_in(text, record, said=["my knee clicks"]) == [
+        "a user's message text",
+        "free text in field `text`",
+    ]
     assert spy.plain == []
+
+
+def test_the_suites_spy_leaves_out_what_a_test_logs_itself() -> None:
+    suites = RecordSpy(skip_under=TESTS)
+    suites.start()
+    try:
+        logging.getLogger("audit-probe").warning("user said %s", "my knee clicks")
+        unseen = logging.StreamHandler(io.StringIO())
+        Logger(service="audit-probe-own", logger_handler=unseen).info("A test's own line", extra={"text": "knee"})
+    finally:
+        suites.stop()
+    assert (suites.lines, suites.plain) == ([], [])
 
 
 def test_a_planted_phone_number_in_a_plain_record_is_found() -> None:
@@ -121,6 +139,7 @@ def test_our_own_literal_message_in_a_plain_record_is_not_reported() -> None:
 
 
 A_TESTS_OWN_OUTPUT = """
+import io
 import json
 import logging
 import sys
