@@ -10,6 +10,7 @@ import pytest
 from aws_lambda_powertools import Logger
 
 from tests.support.log_audit import (
+    CODE_LITERALS,
     KNOWN_MESSAGES,
     TESTS,
     RecordSpy,
@@ -196,6 +197,13 @@ def test_only_texts_with_letters_are_searched_for() -> None:
     assert not _is_text("0: 153,")
     assert not _is_text("Hi")  # too short to be told from ordinary words
     assert _is_text("my knee clicks")
+
+
+def test_a_text_that_is_one_of_our_string_literals_is_not_searched_for() -> None:
+    """Hypothesis draws our code's string constants as messages ("Retry-After", "status"); our code
+    writes them itself, in values the audit searches (an exception's text, a traceback's source)."""
+    assert "Retry-After" in CODE_LITERALS
+    assert not _is_text("Retry-After")
 
 
 def _metrics_line(**values: Any) -> tuple[str, dict[str, Any]]:
