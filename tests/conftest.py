@@ -56,7 +56,8 @@ flat_dynamodb()
 # Each test's fresh botocore session reads the service models once per process, not once per test.
 share_botocore_data()
 
-pytest_plugins = ["tests.support.log_audit"]
+# pytester: the log audit is tested on a pytest run of its own (tests/unit/test_log_audit.py).
+pytest_plugins = ["tests.support.log_audit", "pytester"]
 
 settings.register_profile(
     "default",

@@ -58,7 +58,15 @@ RUN_BY = {
     "uv run python -m infra.cost --quick": "test_cost_smoke.py",
     "uv run python -m infra.memory_benchmark --quick": "test_memory_benchmark_smoke.py",
 }  # fmt: skip
-DEFAULT_PORTS = (8000, 8001, 3000, 8002)
+DEFAULT_PORTS = (8000, 8001, 3000, 8002, 8003)  # the recall index's 8003 too
+
+
+@pytest.fixture
+def default_ports() -> None:
+    """Checked when the test starts, not when the suite is collected minutes before: another
+    program on this machine may have taken one since."""
+    if not all(port_is_free("127.0.0.1", port) for port in DEFAULT_PORTS):
+        pytest.skip("the README's commands use the default ports 8000-8003 and 3000, and one is taken here")
 
 
 def test_every_readme_command_is_run_by_a_test_or_marked_as_needing_aws() -> None:
@@ -149,10 +157,7 @@ def test_the_flags_chat_command_as_written(tmp_path: Path) -> None:
     assert "can't reach my notes" not in completed.stdout  # an arm, not a fault
 
 
-@pytest.mark.skipif(
-    not all(port_is_free("127.0.0.1", port) for port in DEFAULT_PORTS),
-    reason="the README's commands use the default ports 8000-8002 and 3000, and one is taken here",
-)
+@pytest.mark.usefixtures("default_ports")
 def test_the_local_development_commands_as_written(tmp_path: Path) -> None:
     here = sandbox(tmp_path)
     lines = [line for line, test in RUN_BY.items() if test == LOCAL]
@@ -204,10 +209,7 @@ def test_the_local_development_commands_as_written(tmp_path: Path) -> None:
     assert not (here / ".local" / "dynamodb.stack.json").exists()
 
 
-@pytest.mark.skipif(
-    not all(port_is_free("127.0.0.1", port) for port in DEFAULT_PORTS),
-    reason="the README's commands use the default ports 8000-8002 and 3000, and one is taken here",
-)
+@pytest.mark.usefixtures("default_ports")
 def test_the_console_command_as_written(tmp_path: Path) -> None:
     """The console's line as the README writes it: its page answers where the comment says, and
     Ctrl-C stops it cleanly and saves the table (what it shares with `infra.local_stack`)."""

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -14,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from infra.local.data import process_alive, state_path
-from infra.local.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,12 +65,7 @@ def wait_gone(pids: list[int], timeout_s: float = 15) -> list[int]:
 class RunningStack:
     process: "subprocess.Popen[bytes]"
     data_file: Path
-    ports: dict[str, int]
-
-    @property
-    def api_url(self) -> str:
-        return f"http://127.0.0.1:{self.ports['api']}"
-
+    api_url: str
     stdout: str = ""  # what it printed after its banner, once stopped
 
     def stop(self, signal_number: int = signal.SIGINT) -> tuple[int, str]:
@@ -80,21 +75,32 @@ class RunningStack:
         return self.process.returncode, stderr.decode()
 
 
+# Every server of the stack on a port of its own choosing (0): a port left at its default (8003 for
+# the recall index) is taken whenever another test, or another suite on the machine, runs a stack.
+STACK_PORT_OPTIONS = ("--dynamodb-port", "--bedrock-port", "--api-port", "--twilio-port", "--s3vectors-port")
+
+
 @contextmanager
 def running_stack(data_file: Path) -> Iterator[RunningStack]:
     """`python -m infra.local_stack` on `data_file` and free ports, until the block ends."""
-    ports = {name: free_port() for name in ("dynamodb", "bedrock", "api", "twilio")}
     process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "infra.local_stack", "--data-file", str(data_file)]
-        + [argument for name, port in ports.items() for argument in (f"--{name}-port", str(port))],
+        + [argument for option in STACK_PORT_OPTIONS for argument in (option, "0")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,
     )
-    stack = RunningStack(process, data_file, ports)
     try:
-        read_until(process, b"Ctrl-C stops it")
-        yield stack
+        try:
+            banner = read_until(process, b"Ctrl-C stops it").decode()
+        except AssertionError as error:
+            if process.poll() is None:
+                raise
+            assert process.stderr is not None
+            raise AssertionError(f"{error}; stderr: {process.stderr.read().decode()[-2000:]}") from None
+        api_url = re.search(r"API: (http://\S+) ", banner)
+        assert api_url is not None, banner
+        yield RunningStack(process, data_file, api_url.group(1))
     finally:
         if process.poll() is None:
             process.kill()
