@@ -28,8 +28,7 @@ from typing import Any
 from infra.local.errors import LocalToolError, run_tool
 from infra.local.lambda_runner import invoke
 from infra.local.shared_stack import stack_for
-from infra.local.stack import DEFAULT_DATA_FILE, SAMPLE_WEBHOOK_URL
-from infra.local.stack_iam import add_iam_option
+from infra.local.stack import DEFAULT_DATA_FILE, SAMPLE_WEBHOOK_URL, add_iam_option
 from infra.local.template import function_ids
 from infra.local.terminal import add_verbose_option, log_file_of, logs_line, quiet_terminal
 

@@ -15,8 +15,8 @@ from infra.console.context import ConsoleContext
 from infra.console.meter import Meter, metered_elsewhere
 from infra.console.recorder import finish_record, new_record
 from infra.console.schemas import MemoryView, SmsRequest, SmsResult
+from infra.local.deployment import LOCAL_REGION
 from infra.local.stack import LocalStack
-from infra.local.stack_resources import LOCAL_REGION
 from infra.local.twilio_emulator import encode_form, webhook_form
 
 _IMMEDIATE = re.compile(r"<Message>(.*?)</Message>", re.DOTALL)

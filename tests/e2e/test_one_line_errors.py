@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.local.ports import free_port
 from tests.support.processes import REPO, read_until, run, running_stack
 
 pytestmark = pytest.mark.e2e
@@ -54,6 +55,25 @@ def test_the_console_on_a_taken_port_names_its_own_option(tmp_path: Path) -> Non
     assert f"port {port} on 127.0.0.1 (for the API) is taken" in line
     assert "--port PORT" in line
     assert "--api-port" not in line  # an option the console does not have
+
+
+def test_sms_from_something_that_is_not_a_phone_number(tmp_path: Path) -> None:
+    started = time.monotonic()
+    completed = run("infra.sms", "Hi coach", "--from", "notaphone", "--data-file", str(tmp_path / "d.jsonl"))
+    line = one_error_line(completed)
+    assert "--from notaphone: not a phone number" in line
+    assert "+15551230001" in line  # what one looks like
+    assert time.monotonic() - started < 10  # refused before any stack starts
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sms_to_a_stack_that_is_gone(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    completed = run("infra.sms", "Hi coach", "--api", url, "--twilio", url)
+    line = one_error_line(completed)
+    assert f"cannot reach the local stack at {url}" in line
+    assert "uv run python -m infra.local_stack" in line
 
 
 def test_invoke_with_an_unknown_function_names_the_functions(tmp_path: Path) -> None:

@@ -71,6 +71,7 @@ class RunningStack:
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.ports['api']}"
 
+    banner: str = ""  # what it printed when it started
     stdout: str = ""  # what it printed after its banner, once stopped
 
     def stop(self, signal_number: int = signal.SIGINT) -> tuple[int, str]:
@@ -83,7 +84,7 @@ class RunningStack:
 @contextmanager
 def running_stack(data_file: Path) -> Iterator[RunningStack]:
     """`python -m infra.local_stack` on `data_file` and free ports, until the block ends."""
-    ports = {name: free_port() for name in ("dynamodb", "bedrock", "api", "twilio")}
+    ports = {name: free_port() for name in ("dynamodb", "bedrock", "api", "twilio", "s3vectors")}
     process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "infra.local_stack", "--data-file", str(data_file)]
         + [argument for name, port in ports.items() for argument in (f"--{name}-port", str(port))],
@@ -93,7 +94,7 @@ def running_stack(data_file: Path) -> Iterator[RunningStack]:
     )
     stack = RunningStack(process, data_file, ports)
     try:
-        read_until(process, b"Ctrl-C stops it")
+        stack.banner = read_until(process, b"Ctrl-C stops it").decode()
         yield stack
     finally:
         if process.poll() is None:
