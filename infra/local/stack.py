@@ -378,7 +378,7 @@ class LocalStack:
             return IamDecisions([], {})
         import httpx
 
-        from infra.local.iam.wsgi import DECISIONS_PATH, decisions
+        from infra.local.iam.gate import DECISIONS_PATH, decisions
 
         granted: dict[tuple[str, str, str], int] = {}
         refusals: list[str] = []
@@ -397,8 +397,7 @@ class LocalStack:
             raise LocalToolError("this stack does not enforce the template's policies (--no-iam)")
         import httpx
 
-        from infra.local.iam.gate import gate_from, gate_settings
-        from infra.local.iam.wsgi import POLICIES_PATH
+        from infra.local.iam.gate import POLICIES_PATH, gate_from, gate_settings
         from infra.local.template import TEMPLATE_PATH, load_template
 
         load_template.cache_clear()
