@@ -91,6 +91,7 @@ def _lines(path: Path, journal: bool) -> Iterator[dict[str, Any]]:
         except ValueError as error:
             raise _damaged(path, journal, f"line {number} is not JSON: {error.args[0].split(':')[0]}") from None
         change = entry if journal else {"put": entry}
+        item: Any
         kind, item = next(iter(change.items())) if isinstance(change, dict) and len(change) == 1 else ("", None)
         if kind not in ("put", "delete") or not _is_item(item):
             raise _damaged(path, journal, f"line {number} is not a DynamoDB {'change' if journal else 'item'}")

@@ -360,8 +360,12 @@ class LocalStack:
             ]
 
     def _stop_pollers(self) -> None:
-        for poller in (*self.queue_pollers, *self.stream_pollers, *([self.gateway] if self.gateway else [])):
+        for poller in self.queue_pollers:
             poller.stop()
+        for stream_poller in self.stream_pollers:
+            stream_poller.stop()
+        if self.gateway is not None:
+            self.gateway.stop()
         self.queue_pollers, self.stream_pollers, self.gateway = [], [], None
 
     def drain_index(self, timeout_s: float = 60.0) -> None:

@@ -112,9 +112,15 @@ def test_a_port_taken_after_the_check_is_one_line_too(
     words, instead of an OSError's traceback."""
     monkeypatch.setattr(ports_module, "port_is_free", lambda host, port: True)  # the check saw it free
     with silent_listener_on_a_port() as port:
-        given = {"dynamodb_port": 0, "bedrock_port": 0, "twilio_port": 0, "s3vectors_port": 0, f"{server}_port": port}
+        given = {"bedrock": 0, "twilio": 0, "s3vectors": 0, server: port}
         with pytest.raises(LocalToolError, match=rf"port {port} on 127.0.0.1 .* is taken by .*--{server}-port PORT"):
-            LocalStack(tmp_path / "d.jsonl", **given)
+            LocalStack(
+                tmp_path / "d.jsonl",
+                dynamodb_port=0,
+                bedrock_port=given["bedrock"],
+                twilio_port=given["twilio"],
+                s3vectors_port=given["s3vectors"],
+            )
     lock = DataLock(tmp_path / "d.jsonl")
     assert lock.try_acquire()  # the failed stack let go of its data file
     lock.release()

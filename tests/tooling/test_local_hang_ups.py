@@ -14,7 +14,7 @@ from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.twilio_emulator import LOCAL_ACCOUNT_SID, TwilioEmulator
 
 
-def _hang_up(url: str, request: bytes, after: Callable[[socket.socket], None]) -> None:
+def _hang_up(url: str, request: bytes, after: Callable[[socket.socket], object]) -> None:
     """Send `request`, let `after` read what it wants, then reset the connection (no orderly close)."""
     host, port = url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as client:
