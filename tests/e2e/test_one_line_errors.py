@@ -3,6 +3,7 @@ that says what to do, and exit code 2; never a traceback. One test per case the 
 
 import os
 import pty
+import shutil
 import signal
 import socket
 import subprocess
@@ -65,6 +66,22 @@ def test_sms_from_something_that_is_not_a_phone_number(tmp_path: Path) -> None:
     assert "+15551230001" in line  # what one looks like
     assert time.monotonic() - started < 10  # refused before any stack starts
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_command_run_outside_the_repository_works_as_the_readme_says(tmp_path: Path) -> None:
+    """`uv run` outside the repository finds no project (Python then says "No module named 'infra'",
+    before any of our code runs); the README's Troubleshooting line names the form that works from
+    anywhere, and this runs it from a folder outside the repository."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "`uv run --project <the repository> python -m ...`" in readme
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH")
+    completed = subprocess.run(  # noqa: S603 - uv running our own module
+        [uv, "run", "--project", str(REPO), "--frozen", "python", "-m", "infra.sms", "Hi", "--from", "notaphone"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+    )  # fmt: skip
+    assert "--from notaphone: not a phone number" in one_error_line(completed)
 
 
 def test_sms_to_a_stack_that_is_gone(tmp_path: Path) -> None:
