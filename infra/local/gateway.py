@@ -13,7 +13,7 @@
   FastAPI's OpenAPI 3.1), and the page is FastAPI's own `get_swagger_ui_html`, pointed at them. The
   deployed API routes neither `/docs` nor `/openapi.json`.
 
-Lambda's SQS poller, which feeds the queue to the functions, is infra/local/queue_poller.py.
+Lambda's SQS poller, which feeds the queue to the functions, is infra/local/event_sources.py.
 """
 
 import asyncio

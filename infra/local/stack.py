@@ -72,10 +72,9 @@ from infra.local.ports import NotAnsweringError, PortInUseError, bound, check_an
 # The servers, boto3 and the gate are imported when a stack starts, not with this module: so that
 # `python -m infra.local_stack` checks its ports (and says which one is taken) within a second.
 if TYPE_CHECKING:
+    from infra.local.event_sources import QueuePoller, StreamPoller
     from infra.local.gateway import LocalGateway
     from infra.local.iam.gate import Gate
-    from infra.local.queue_poller import QueuePoller
-    from infra.local.streams import StreamPoller
 
 DEFAULT_DATA_FILE = local_folder() / "dynamodb.jsonl"
 # The URL the sample events are signed for; with the gateway running, its own /sms replaces it.
@@ -341,22 +340,22 @@ class LocalStack:
         """As Lambda's event source mappings and API Gateway do: the template's stream subscriptions
         (the recall indexer, from the stream's end), and on request the API routes (with the
         template's WAF rules) and the SMS queue's subscribers."""
-        from infra.local.streams import StreamPoller, stream_subscriptions
+        from infra.local.event_sources import QueuePoller, StreamPoller, subscriptions
 
         stream_arn = self._stream_arn()
         if stream_arn is not None:
             self.stream_pollers = [
                 StreamPoller(logical_id, stream_arn, self.region, properties).start()
-                for logical_id, properties in stream_subscriptions(TABLE_LOGICAL_ID)
+                for logical_id, properties in subscriptions("DynamoDB", f"{TABLE_LOGICAL_ID}.StreamArn", "Stream")
             ]
         if self.api_port is not None:
             from infra.local.gateway import LocalGateway
-            from infra.local.queue_poller import QueuePoller, queue_subscribers
             from infra.local.waf import local_waf
 
             self.gateway = LocalGateway(self.host, self.api_port, self.gateway_wrap, local_waf(self.deployment)).start()
             self.queue_pollers = [
-                QueuePoller(logical_id, self.sms_queue_url).start() for logical_id in queue_subscribers("SmsQueue")
+                QueuePoller(logical_id, self.sms_queue_url).start()
+                for logical_id, _ in subscriptions("SQS", "SmsQueue.Arn", "Queue")
             ]
 
     def _stop_pollers(self) -> None:

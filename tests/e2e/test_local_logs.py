@@ -60,7 +60,7 @@ def test_after_a_text_the_apis_lines_still_name_the_api(tmp_path: Path) -> None:
     assert not [line for line in terminal if line.startswith("{")], terminal
     assert [line.split(" (")[0] for line in terminal] == [
         "POST /sms -> 200",
-        "SMS queue -> SmsWorkerFunction: 1 of 1 text(s) handled",
+        "SMS queue -> SmsWorkerFunction: 1 of 1 text handled",
         "POST /chat -> 200",
     ]
     assert "service_undefined" not in stack.stdout
