@@ -463,8 +463,10 @@ class LocalStack:
 
     def _load(self) -> None:
         """The data file and its journal into the table (all of it read first: a damaged file is moved
-        aside, not half loaded), folded into a new snapshot if there was a journal; then what changes
-        from here on is read from the table's stream by `save()`."""
+        aside, not half loaded), folded into a new snapshot if there was a journal (or no snapshot
+        yet: a journal is only ever beside its snapshot, so one without it is what is left of a
+        table the person deleted, and is dropped); then what changes from here on is read from the
+        table's stream by `save()`."""
         if self.vectors_file is not None and self.vectors_file.exists():
             self.s3vectors.load(json.loads(self.vectors_file.read_text(encoding="utf-8")))
         if self.data_file is not None:
@@ -472,6 +474,8 @@ class LocalStack:
             keys = [
                 key["AttributeName"] for key in client.describe_table(TableName=self.table_name)["Table"]["KeySchema"]
             ]
+            if not self.data_file.exists():
+                journal_path(self.data_file).unlink(missing_ok=True)
             items = read_table(self.data_file, keys)
             for start in range(0, len(items), 25):
                 pending: dict[str, Any] = {
@@ -479,7 +483,7 @@ class LocalStack:
                 }
                 while pending:
                     pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems", {})
-            if journal_path(self.data_file).exists():
+            if journal_path(self.data_file).exists() or not self.data_file.exists():
                 write_snapshot(self.data_file, items)
             if (stream_arn := self._stream_arn()) is not None:
                 self._streams = streams = self.operator_client("dynamodbstreams")

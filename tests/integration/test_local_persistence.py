@@ -75,3 +75,19 @@ def test_a_journal_left_by_a_stack_that_was_killed_is_loaded_and_folded_in(tmp_p
         assert not journal_path(data_file).exists()  # folded into the snapshot as the stack started
         assert len(list(stack.items())) == 4
     assert len(read_table(data_file, ["pk", "sk"])) == 4
+
+
+def test_a_journal_without_its_data_file_is_dropped(tmp_path: Path) -> None:
+    """A stack writes its snapshot as it starts, so a journal is only ever beside one: a journal
+    alone is what is left of a table the person deleted (to forget everyone), not a table to bring back."""
+    data_file = tmp_path / "table.jsonl"
+    with LocalStack(data_file, enforce_iam=False) as stack:
+        assert data_file.exists()  # the (empty) snapshot, from the start
+        _turn(stack, 1)
+        stack.save()
+        journal = journal_path(data_file).read_text(encoding="utf-8")
+    data_file.unlink()
+    journal_path(data_file).write_text(journal, encoding="utf-8")
+    with LocalStack(data_file, enforce_iam=False) as stack:
+        assert list(stack.items()) == []
+        assert not journal_path(data_file).exists()
