@@ -28,8 +28,7 @@ from infra.local.errors import INTERRUPTED, run_tool
 from infra.local.flags import FLAGS_FILE_VARIABLE, checked_flags_file
 from infra.local.iam.identity import acting_as
 from infra.local.shared_stack import ToolStack, stack_for
-from infra.local.stack import DEFAULT_DATA_FILE
-from infra.local.stack_iam import add_iam_option
+from infra.local.stack import DEFAULT_DATA_FILE, add_iam_option
 from infra.local.terminal import functions_log_to, log_file_of
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
@@ -128,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     saved = "Stopped."
     try:
-        with stack as local, ExitStack() as closing:
+        with ExitStack() as closing, stack as local:  # the log file outlives the stack's last lines
             if local is not None:
                 saved = f"Stopped; the conversation is {local.describe_saving()}."
                 if not local.attached:

@@ -6,7 +6,7 @@ but in this process and against the embedded local stack: no Docker, no AWS acco
     python -m infra.invoke SmsWorkerFunction -e events/sms_worker.json
 
 A function whose handler is a start-up script (the mobile API, behind Lambda Web Adapter) gets the
-event the way the adapter delivers it: as an HTTP request to its ASGI app (see infra.local.web_adapter).
+event the way the adapter delivers it: as an HTTP request to its ASGI app (see infra/local/lambda_runner.py).
 
 While `python -m infra.local_stack` (or another local tool) runs on the same --data-file, the
 function runs against that stack, so what it writes is seen there and saved by it; otherwise a
@@ -28,8 +28,7 @@ from typing import Any
 from infra.local.errors import LocalToolError, run_tool
 from infra.local.lambda_runner import invoke
 from infra.local.shared_stack import stack_for
-from infra.local.stack import DEFAULT_DATA_FILE, SAMPLE_WEBHOOK_URL
-from infra.local.stack_iam import add_iam_option
+from infra.local.stack import DEFAULT_DATA_FILE, SAMPLE_WEBHOOK_URL, add_iam_option
 from infra.local.template import function_ids
 from infra.local.terminal import add_verbose_option, log_file_of, logs_line, quiet_terminal
 

@@ -12,6 +12,7 @@ read back from the local Twilio stand-in.
 """
 
 import argparse
+import re
 import sys
 import time
 from contextlib import AbstractContextManager, nullcontext
@@ -26,6 +27,15 @@ from infra.local.stack import DEFAULT_DATA_FILE
 from infra.local.terminal import add_verbose_option, log_file_of, logs_line, quiet_terminal
 from infra.local.twilio_emulator import LOCAL_ACCOUNT_SID, LOCAL_AUTH_TOKEN, post_signed_text
 
+E164 = re.compile(r"\+[1-9]\d{6,14}")  # what Twilio sends as `From`
+
+
+def checked_phone(phone: str) -> str:
+    """`phone` if it is a number as Twilio writes it (E.164); else a one-line error."""
+    if E164.fullmatch(phone) is None:
+        raise LocalToolError(f"--from {phone}: not a phone number as Twilio writes it (E.164, e.g. +15551230001)")
+    return phone
+
 
 def text_the_coach(api: str, twilio: str, from_phone: str, text: str, wait_s: float, out: TextIO) -> int:
     listing = f"{twilio}/2010-04-01/Accounts/{LOCAL_ACCOUNT_SID}/Messages.json"
@@ -34,11 +44,9 @@ def text_the_coach(api: str, twilio: str, from_phone: str, text: str, wait_s: fl
         before = len(httpx.get(listing, params={"To": from_phone}, auth=auth).json()["messages"])
         response = post_signed_text(f"{api}/sms", from_phone, text)
     except httpx.HTTPError as error:
-        print(
-            f"Cannot reach the local stack ({error}); start it with: uv run python -m infra.local_stack",
-            file=sys.stderr,
-        )
-        return 2
+        raise LocalToolError(
+            f"cannot reach the local stack at {api} ({error}); start it with: uv run python -m infra.local_stack"
+        ) from None
     print(f"webhook> {response.status_code} {response.text}", file=out)
     if response.status_code != 200 or "<Message>" in response.text:
         return 0 if response.status_code == 200 else 1  # answered at once (or refused): no SMS follows
@@ -66,6 +74,7 @@ def main() -> int:
     arguments = parser.parse_args()
     if (arguments.api is None) != (arguments.twilio is None):
         parser.error("--api and --twilio go together")
+    checked_phone(arguments.from_phone)  # before any stack starts
     given = arguments.api is not None
     local: AbstractContextManager[ToolStack | None] = (
         nullcontext() if given else stack_for(arguments.data_file, "infra.sms", serve_api=True)

@@ -25,8 +25,7 @@ from infra.console.context import ConsoleContext
 from infra.console.recorder import ChatRecorder
 from infra.local.errors import run_tool
 from infra.local.ports import free_port
-from infra.local.stack import DEFAULT_DATA_FILE, LocalStack
-from infra.local.stack_iam import add_iam_option
+from infra.local.stack import DEFAULT_DATA_FILE, LocalStack, add_iam_option
 from infra.local.terminal import add_verbose_option, audit_lines_to, log_file_of, logs_line, quiet_terminal
 from onboarding.config import Settings
 

@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 
 from infra.chat import DEFAULT_USER
 from infra.console.context import ConsoleContext
+from infra.console.recorder import send_text
 from infra.console.schemas import (
     MemoryView,
     PlanView,
@@ -26,7 +27,6 @@ from infra.console.schemas import (
     TurnRecord,
     UserList,
 )
-from infra.console.texts import send_text
 from onboarding.persistence.keys import USER_PREFIX
 
 STATIC = Path(__file__).parent / "static"

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 import boto3
 from botocore.config import Config
 
-from infra.console.memory_view import memory_view
-from infra.console.plan_view import plan_view
 from infra.console.schemas import MemoryView, PlanView, TurnRecord
+from infra.console.views import memory_view, plan_view
 from infra.inspect_prompt import load_plan
 from onboarding.audit import Caller, record_access
 from onboarding.composition import build_turn_service

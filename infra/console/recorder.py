@@ -1,4 +1,6 @@
-"""Recording turns as they happen: the app's `/chat` route (through the gateway) and texts.
+"""Recording turns as they happen: the app's `/chat` route (through the gateway) and texts (posted to
+the local stack's `/sms` webhook exactly as Twilio would, signed form fields, and answered by the
+queue worker through the local Twilio stand-in).
 
 A turn is recorded around the real request, never instead of it: the console plans the turn from
 the stored memory just before handing the request on (the same load and plan the turn makes; with
@@ -8,19 +10,28 @@ wire, are compared with the plan: `planMatchesRequest` says whether the model go
 """
 
 import asyncio
+import html
 import json
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
+
+import boto3
+import httpx
 
 from infra.console.context import ConsoleContext
-from infra.console.memory_view import changed_paths
-from infra.console.meter import Meter, metered
-from infra.console.schemas import MemoryView, TokenFigures, TurnFigures, TurnRecord
+from infra.console.meter import Meter, metered, metered_elsewhere
+from infra.console.schemas import MemoryView, SmsRequest, SmsResult, TokenFigures, TurnFigures, TurnRecord
+from infra.console.views import changed_paths
+from infra.local.deployment import LOCAL_REGION
 from infra.local.gateway import read_body
 from infra.local.prices import UnknownModelError, model_prices
+from infra.local.stack import LocalStack
+from infra.local.twilio_emulator import webhook_form
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -244,3 +255,72 @@ class ChatRecorder:
                     record, meter, after, status, reply, response.first_chunk_ms, turn_ms, context.settings.model_id
                 )
             )
+
+
+_IMMEDIATE = re.compile(r"<Message>(.*?)</Message>", re.DOTALL)
+IDLE_TIMEOUT_S = 60.0
+
+
+def _queue_busy(sqs: Any, queue_url: str) -> bool:
+    counts = sqs.get_queue_attributes(
+        QueueUrl=queue_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return any(int(value) for value in counts.values())
+
+
+def _wait_until_answered(stack: LocalStack) -> None:
+    """Until the queue holds no text, waiting or in flight: the worker has answered (and folded).
+    The webhook queues a text before it answers, so an idle queue after its answer means done."""
+    sqs = boto3.Session().client("sqs", region_name=LOCAL_REGION, endpoint_url=stack.dynamodb.url)
+    deadline = time.monotonic() + IDLE_TIMEOUT_S
+    while _queue_busy(sqs, stack.sms_queue_url) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _post(stack: LocalStack, phone: str, text: str) -> httpx.Response:
+    url = f"{stack.api_url}/sms"
+    form = webhook_form(f"SM{uuid.uuid4().hex}", phone, text)
+    headers = {"X-Twilio-Signature": stack.twilio.sign(url, form), "Content-Type": "application/x-www-form-urlencoded"}
+    return httpx.post(url, content=urlencode(form), headers=headers, timeout=IDLE_TIMEOUT_S)
+
+
+async def send_text(context: ConsoleContext, request: SmsRequest) -> SmsResult:
+    stack = context.stack
+    if stack is None:
+        raise RuntimeError("texts need the local stack")
+    phones = context.store.phones
+    owner = await asyncio.to_thread(phones.find_owner, request.from_phone)
+    before: dict[str, MemoryView] = {}
+    for user in {owner.user_id if owner else None, request.user_id} - {None}:
+        before[str(user)] = await context.memory(str(user))
+    # An unknown number gets a new user: its plan is a new user's (read from an empty partition).
+    planned_for = owner.user_id if owner else f"console-new-{uuid.uuid4()}"
+    plan = await context.plan(planned_for, request.text)
+    sent_before = len(stack.twilio.sent)
+    meter = Meter()
+    started = time.perf_counter()
+    with metered_elsewhere(meter):
+        response = await asyncio.to_thread(_post, stack, request.from_phone, request.text)
+        await asyncio.to_thread(_wait_until_answered, stack)
+    turn_ms = (time.perf_counter() - started) * 1000
+    owner_after = await asyncio.to_thread(phones.find_owner, request.from_phone)
+    subject = owner_after.user_id if owner_after else (request.user_id or "")
+    immediate = _IMMEDIATE.search(response.text)
+    reply = "\n".join(sms.body for sms in stack.twilio.sent[sent_before:] if sms.to == request.from_phone)
+    if response.status_code != 200:
+        status = f"http_{response.status_code}"
+    elif immediate is not None or not meter.model_requests:
+        status = "no_turn"
+    else:
+        status = "done"
+    record = new_record(str(uuid.uuid4()), subject, "sms", request.text).model_copy(
+        update={"memory_before": before.get(subject), "plan": plan if meter.model_requests else None}
+    )
+    after = await context.memory(subject) if subject else None
+    immediate_text = html.unescape(immediate.group(1)) if immediate else None
+    record = finish_record(
+        record, meter, after, status, reply or immediate_text or "", None, turn_ms, context.settings.model_id
+    )
+    context.book.put(record)
+    return SmsResult(webhook_status=response.status_code, immediate_reply=immediate_text, turn=record)

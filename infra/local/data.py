@@ -1,11 +1,18 @@
-"""Owns who writes the local data file (.local/dynamodb.jsonl by default).
+"""Owns who writes the local data file (.local/dynamodb.jsonl by default), and how.
 
 One local stack at a time owns a data file: it holds an exclusive lock on `<name>.lock` beside it
 (`fcntl.flock`, released by the system even when the process is killed) and publishes where its
 servers listen in `<name>.stack.json`. The other tools read that state file and attach to the
 running stack instead of starting one of their own on the same file, which would overwrite each
-other's turns. Every write of the data file or the state file is atomic: a temporary file in the
-same folder, then `os.replace`, so a crash leaves the old file or the new one, never half of one.
+other's turns.
+
+The data file is a snapshot of the table, one DynamoDB-JSON item a line; while a stack runs, what
+changes is appended to its journal, `<name>.journal.jsonl` (`{"put": item}` or `{"delete": key}`
+a line), so a save costs what changed, not the table. The journal is folded into the snapshot when
+a stack starts and when it stops. Every write of the snapshot or the state file is atomic: a
+temporary file in the same folder, then `os.replace`, so a crash leaves the old file or the new
+one, never half of one; a crash mid-append leaves at most a last journal line without its end,
+which is skipped.
 """
 
 import base64
@@ -14,7 +21,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -56,34 +63,84 @@ def item_line(item: dict[str, Any]) -> str:
     return json.dumps(encoded, ensure_ascii=False) + "\n"
 
 
-def read_items(data_file: Path) -> list[dict[str, Any]]:
-    """The items of `data_file` (one DynamoDB-JSON item a line), [] when it does not exist. A line
-    that is not an item moves the whole file aside (`<name>.damaged-<time>`), so the next start
-    begins empty instead of failing again, and nothing of it is lost: DamagedDataFileError says
-    where it went and how to get it back."""
-    if not data_file.exists():
-        return []
-    items: list[dict[str, Any]] = []
-    for number, line in enumerate(data_file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+def change_line(kind: str, item: dict[str, Any]) -> str:
+    """One change as a line of the journal: `put` (the whole item) or `delete` (its key)."""
+    return json.dumps({kind: json.loads(item_line(item))}, ensure_ascii=False) + "\n"
+
+
+def journal_path(data_file: Path) -> Path:
+    return data_file.with_suffix(".journal.jsonl")
+
+
+def _is_item(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(attribute, dict) for attribute in value.values())
+
+
+def _lines(path: Path, journal: bool) -> Iterator[dict[str, Any]]:
+    """Each line of the data file (an item) or of its journal (a change), decoded; a line that is
+    neither moves the file aside (DamagedDataFileError). A journal's last line without its end is a
+    crash mid-append: skipped."""
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    if journal:
+        lines = lines[:-1]  # "" after the last line's end, or a line a crash cut short
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            entry = json.loads(line)
         except ValueError as error:
-            raise _damaged(data_file, f"line {number} is not JSON: {error.args[0].split(':')[0]}") from None
-        if not isinstance(item, dict) or not all(isinstance(value, dict) for value in item.values()):
-            raise _damaged(data_file, f"line {number} is not a DynamoDB item")
-        items.append({name: _binary(value, base64.b64decode) for name, value in item.items()})
-    return items
+            raise _damaged(path, journal, f"line {number} is not JSON: {error.args[0].split(':')[0]}") from None
+        change = entry if journal else {"put": entry}
+        item: Any
+        kind, item = next(iter(change.items())) if isinstance(change, dict) and len(change) == 1 else ("", None)
+        if kind not in ("put", "delete") or not _is_item(item):
+            raise _damaged(path, journal, f"line {number} is not a DynamoDB {'change' if journal else 'item'}")
+        yield {kind: {name: _binary(value, base64.b64decode) for name, value in item.items()}}
 
 
-def _damaged(data_file: Path, what: str) -> DamagedDataFileError:
-    aside = data_file.with_name(f"{data_file.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    os.replace(data_file, aside)
+def read_table(data_file: Path, key_names: list[str]) -> list[dict[str, Any]]:
+    """The items the data file and its journal hold together (the snapshot, then each change in
+    order), [] when neither exists. A damaged file is moved aside (`<name>.damaged-<time>`) so the
+    next start does not fail again, and nothing of it is lost: DamagedDataFileError says where it
+    went and how to get it back."""
+    items: dict[str, dict[str, Any]] = {}
+    for path, journal in ((data_file, False), (journal_path(data_file), True)):
+        if not path.exists():
+            continue
+        for change in _lines(path, journal):
+            ((kind, item),) = change.items()
+            key = json.dumps([item[name] for name in key_names], sort_keys=True, default=str)
+            if kind == "put":
+                items[key] = item
+            else:
+                items.pop(key, None)
+    return list(items.values())
+
+
+def write_snapshot(data_file: Path, items: Iterable[dict[str, Any]]) -> None:
+    """`items` as the new data file, atomically; then its journal, folded into it, is removed."""
+    atomic_write(data_file, (item_line(item) for item in items))
+    journal_path(data_file).unlink(missing_ok=True)
+
+
+def append_changes(data_file: Path, lines: list[str]) -> None:
+    """Changes (`change_line`s) at the end of the data file's journal, on disk before this returns."""
+    if lines:
+        with journal_path(data_file).open("a", encoding="utf-8") as handle:
+            handle.writelines(lines)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _damaged(path: Path, journal: bool, what: str) -> DamagedDataFileError:
+    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    os.replace(path, aside)
+    start = "from the data file without its changes" if journal else "with an empty table"
+    if not journal and journal_path(path).exists():  # its changes mean nothing without it: kept with it
+        os.replace(journal_path(path), aside.with_name(aside.name + ".journal"))
     return DamagedDataFileError(
-        f"{data_file} is damaged ({what}); it was moved to {aside} and nothing was loaded. "
-        f"Run the command again to start with an empty table, or fix that line and "
-        f"`mv {aside} {data_file}` to recover the rest"
+        f"{path} is damaged ({what}); it was moved to {aside} and nothing was loaded. "
+        f"Run the command again to start {start}, or fix that line and `mv {aside} {path}` to recover the rest"
     )
 
 

@@ -101,8 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         dispatcher.app_instances[service] = create_backend_app(service)
     app = one_request_at_a_time(dispatcher)
     if args.policies is not None:
-        from infra.local.iam.gate import gate_from
-        from infra.local.iam.wsgi import policy_checked
+        from infra.local.iam.gate import gate_from, policy_checked
 
         app = policy_checked(app, gate_from(json.loads(args.policies.read_text(encoding="utf-8"))))
     run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)

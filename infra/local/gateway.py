@@ -7,9 +7,13 @@
   is accepted as that user (no token is verified: this is a local tool, never deployed). It becomes
   the `x-amzn-request-context` header the adapter sends; a client-sent copy is dropped, as there.
 - `/openapi.json` comes from the mobile API's app, unauthenticated; `/docs` is Swagger UI over it,
-  served from local files (infra/local/api_docs.py), so it works offline.
+  with its JavaScript, CSS and icon served by the gateway itself, so the page works offline.
+  FastAPI's own `/docs` loads Swagger UI from a CDN (blank without a network); the assets come from
+  the `fastapi-offline` package (a dev dependency: it ships Swagger UI 5's dist files, which render
+  FastAPI's OpenAPI 3.1), and the page is FastAPI's own `get_swagger_ui_html`, pointed at them. The
+  deployed API routes neither `/docs` nor `/openapi.json`.
 
-Lambda's SQS poller, which feeds the queue to the functions, is infra/local/queue_poller.py.
+Lambda's SQS poller, which feeds the queue to the functions, is infra/local/event_sources.py.
 """
 
 import asyncio
@@ -21,19 +25,19 @@ import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from http import HTTPStatus
+from importlib.resources import files
 from typing import Any
 
 import uvicorn
 from aws_lambda_powertools import Logger
+from fastapi.openapi.docs import get_swagger_ui_html
 
-from infra.local.api_docs import ASSETS_PATH, DOCS_PATH, asset, docs_page
 from infra.local.errors import LocalToolError
 from infra.local.iam.identity import acting_as
-from infra.local.lambda_runner import asgi_app, invoke, log_as
+from infra.local.lambda_runner import REQUEST_CONTEXT_HEADER, asgi_app, invoke, log_as
 from infra.local.template import load_template, web_adapter_app
 from infra.local.terminal import say
 from infra.local.waf import LocalWaf
-from infra.local.web_adapter import REQUEST_CONTEXT_HEADER
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -41,6 +45,36 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 PUBLIC_DOCUMENTS = ("/openapi.json",)
 KEEP_ALIVE_S = 60  # seconds an idle client connection stays open (see LocalGateway)
 logger = Logger(service="local-gateway")
+
+DOCS_PATH = "/docs"
+ASSETS_PATH = "/docs/assets/"
+# The only files served, and their types: nothing else under the package's folder is reachable.
+ASSETS = {
+    "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
+    "swagger-ui.css": "text/css; charset=utf-8",
+    "favicon.png": "image/png",
+}
+
+
+def docs_page(openapi_url: str = "/openapi.json") -> bytes:
+    page = get_swagger_ui_html(
+        openapi_url=openapi_url,
+        title="Onboarding coach API (local)",
+        swagger_js_url=f"{ASSETS_PATH}swagger-ui-bundle.js",
+        swagger_css_url=f"{ASSETS_PATH}swagger-ui.css",
+        swagger_favicon_url=f"{ASSETS_PATH}favicon.png",
+        # Swagger UI would send the document to an online validator for its badge otherwise.
+        swagger_ui_parameters={"validatorUrl": None},
+    )
+    return bytes(page.body)
+
+
+def asset(path: str) -> tuple[bytes, str] | None:
+    """The content and type of the asset at `path` (under ASSETS_PATH), or None."""
+    name = path.removeprefix(ASSETS_PATH)
+    if not path.startswith(ASSETS_PATH) or name not in ASSETS:
+        return None
+    return (files("fastapi_offline") / "static" / name).read_bytes(), ASSETS[name]
 
 
 @dataclass(frozen=True)

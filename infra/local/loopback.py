@@ -3,6 +3,7 @@ local AppConfig): a threaded server on a thread of its own, its URL, starting an
 a JSON answer."""
 
 import json
+import sys
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +21,12 @@ class StandInServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], stand_in: Any) -> None:
         super().__init__(address, handler)
         self.stand_in = stand_in
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-answer (a cancelled stream, a closed tab) is the client's
+        business, as it is to AWS: nothing to print. Anything else keeps its traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # BrokenPipeError, ConnectionResetError, ...
+            super().handle_error(request, client_address)
 
 
 class LoopbackService:

@@ -1,10 +1,15 @@
 """Owns the local servers' ports: a free one for a server that may use any, a check before a fixed
-one is used (a taken port is named with the option that changes it, before any server starts), and
-a quick test that a server answers at all."""
+one is used (a taken port is named with the option that changes it, and with the local stack that
+holds it when it is one of ours, before any server starts), and a quick test that a server answers
+at all."""
 
+import errno
 import http.client
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
 
 from infra.local.errors import LocalToolError
 
@@ -46,6 +51,52 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
+def _listening_pid(port: int) -> int | None:
+    """The process listening on `port` (Linux's /proc; None where it cannot be told)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text(encoding="ascii").splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(f"socket:[{fields[9]}]")
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            if str(fd.readlink()) in inodes:
+                return int(fd.parts[2])
+        except OSError:  # gone, or not ours to read
+            continue
+    return None
+
+
+def _command_of(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def taken(fixed: FixedPort, host: str) -> str:
+    """What a person is told of a taken port: who holds it (one of this project's local tools, by
+    its pid: moto's server by the stack that started it; else "another program") and what to do."""
+    pid = _listening_pid(fixed.port)
+    command = _command_of(pid) if pid is not None else []
+    if "infra.local.dynamodb_server" in command and "--parent-pid" in command:
+        pid = int(command[command.index("--parent-pid") + 1])
+        command = _command_of(pid)
+    tool = command[command.index("-m") + 1] if "-m" in command[:-1] else ""
+    where = f"port {fixed.port} on {host} (for {fixed.what})"
+    if pid is None or not tool.startswith("infra."):
+        return f"{where} is taken by another program; choose another with {fixed.option} PORT, or stop that program"
+    return (
+        f"{where} is taken by this project's {tool} (pid {pid}), a local stack already running: use it "
+        f"(infra.chat, infra.sms, ... attach to it), stop it (kill {pid}), or choose another with {fixed.option} PORT"
+    )
+
+
 def check_ports(host: str, ports: list[FixedPort]) -> None:
     """PortInUseError naming the first taken port and its option; also when two servers were given one port."""
     seen: dict[int, FixedPort] = {}
@@ -57,10 +108,21 @@ def check_ports(host: str, ports: list[FixedPort]) -> None:
             )
         seen[fixed.port] = fixed
         if not port_is_free(host, fixed.port):
-            raise PortInUseError(
-                f"port {fixed.port} on {host} (for {fixed.what}) is taken by another program; "
-                f"choose another with {fixed.option} PORT, or stop that program"
-            )
+            raise PortInUseError(taken(fixed, host))
+
+
+Bound = TypeVar("Bound")
+
+
+def bound(fixed: FixedPort, host: str, listen: Callable[[], Bound]) -> Bound:
+    """`listen()` (a server binding `fixed.port`), with a port taken since the check (another
+    stack started meanwhile) named as the check names it, not as a traceback."""
+    try:
+        return listen()
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            raise
+        raise PortInUseError(taken(fixed, host)) from None
 
 
 def check_answers(url: str, what: str, timeout_s: float = ANSWER_TIMEOUT_S) -> None:
@@ -87,10 +149,15 @@ STACK_PORT_OPTIONS = {
 }
 
 
-def check_stack_ports(host: str, fixed: dict[str, int | None], api_option: str) -> None:
-    """The local stack's fixed ports (by server: 0 or None for any free one), each named with the
-    option that changes it; `api_option` is the one of the command that starts the stack."""
+def stack_ports(host: str, given: dict[str, int | None], api_option: str) -> dict[str, FixedPort]:
+    """Every port of the local stack (by server: 0 or None for any free one), chosen together before
+    any server starts: the given ones checked, each named with the option that changes it (`api_option`
+    is the one of the command that starts the stack), the others free ones. A server that binds its
+    port later does so through `bound`, so a port taken meanwhile is one line too."""
     options = {**{name: option for name, (_, option) in STACK_PORT_OPTIONS.items()}, "api": api_option}
-    check_ports(
-        host, [FixedPort(STACK_PORT_OPTIONS[name][0], port, options[name]) for name, port in fixed.items() if port]
-    )
+    chosen = {name: FixedPort(STACK_PORT_OPTIONS[name][0], port or 0, options[name]) for name, port in given.items()}
+    check_ports(host, [fixed for fixed in chosen.values() if fixed.port])
+    return {
+        name: fixed if fixed.port else FixedPort(fixed.what, free_port(host), fixed.option)
+        for name, fixed in chosen.items()
+    }

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from infra.local.data import DataFileInUseError, StackState, running_stack
-from infra.local.stack import LocalStack
-from infra.local.stack_environment import temporary_environment
-from infra.local.stack_resources import LOCAL_REGION
+from infra.local.deployment import LOCAL_REGION
+from infra.local.stack import LocalStack, temporary_environment
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,3 @@ def webhook_form(
         "ApiVersion": "2010-04-01",
         **extra,
     }
-
-
-def encode_form(form: dict[str, str]) -> str:
-    return urlencode(form)

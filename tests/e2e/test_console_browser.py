@@ -80,6 +80,7 @@ def idle(driver: WebDriver) -> bool:
 
 
 def open_as(driver: WebDriver, url: str, user: str) -> None:
+    driver.get("about:blank")  # a page already open would only change its address's #user
     driver.get(f"{url}#{user}")
     wait(driver, idle)
 
@@ -97,6 +98,19 @@ def send(driver: WebDriver, message: str) -> None:
     box.send_keys(message)
     driver.find_element(By.ID, "send").click()
     wait(driver, lambda d: turns(d) == before + 1 and idle(d))
+
+
+def texts(driver: WebDriver) -> int:
+    return int(driver.execute_script("return document.body.dataset.texts || '0'"))
+
+
+def text_from(driver: WebDriver, phone: str, message: str) -> None:
+    before = texts(driver)
+    driver.find_element(By.ID, "sms-from").clear()
+    driver.find_element(By.ID, "sms-from").send_keys(phone)
+    driver.find_element(By.ID, "sms-text").send_keys(message)
+    driver.find_element(By.ID, "send-sms").click()
+    wait(driver, lambda d: texts(d) == before + 1 and idle(d))
 
 
 def text_of(driver: WebDriver, element_id: str) -> str:
@@ -157,18 +171,16 @@ def test_chat_see_the_plan_switch_users_text_link_and_erase(
     assert "Beginner" in answer(browser, "fitness_level").text
     assert len(browser.find_elements(By.CSS_SELECTOR, ".bubble")) >= 4
 
-    # Text the coach from a phone, then link that phone with a code.
+    # Text the coach from a new phone (a user of its own: the page stays on ours and says so),
+    # then link that phone with a code: its texts are then ours.
     phone = f"+1555{uuid.uuid4().int % 10**7:07d}"
-    browser.find_element(By.ID, "sms-from").clear()
-    browser.find_element(By.ID, "sms-from").send_keys(phone)
-    before = turns(browser)
-    browser.find_element(By.ID, "sms-text").send_keys("Hello from my phone")
-    browser.find_element(By.ID, "send-sms").click()
-    wait(browser, lambda d: turns(d) == before + 1 and idle(d))
-    assert browser.find_elements(By.CSS_SELECTOR, ".bubble.assistant.sms")[-1].text
+    text_from(browser, phone, "Hello from my phone")
+    assert f"still shows {user}" in text_of(browser, "notice")
     browser.find_element(By.ID, "link-phone").click()
     wait(browser, lambda d: phone in d.find_element(By.ID, "phones").text)
     wait(browser, idle)
+    text_from(browser, phone, "Hi again, by text")
+    assert browser.find_elements(By.CSS_SELECTOR, ".bubble.assistant.sms")[-1].text
 
     shot = REPO / "docs" / "console.png" if os.environ.get("UPDATE_CONSOLE_SCREENSHOT") else None
     Select(browser.find_element(By.ID, "turns")).select_by_index(1)  # the second chat turn, for the picture
@@ -240,3 +252,104 @@ def test_the_memory_panel_shows_each_answer_plainly_and_fits_1280_px(browser: We
         assert all(scroll <= client for scroll, client in pairs), pairs
     finally:
         browser.set_window_size(1600, 1000)
+
+
+# How far an element's visible bounds are inside each box that can hide it: the window, and every
+# scrolling ancestor (negative: that many pixels hidden at its top or bottom).
+INSIDE = """
+const box = arguments[0].getBoundingClientRect();
+const margins = [["window", box.top, window.innerHeight - box.bottom]];
+for (let node = arguments[0].parentElement; node; node = node.parentElement) {
+  if (!/(auto|scroll|hidden)/.test(getComputedStyle(node).overflowY)) continue;
+  const outer = node.getBoundingClientRect(), top = outer.top + node.clientTop;
+  margins.push([node.id || node.className, box.top - top, top + node.clientHeight - box.bottom]);
+}
+return margins;
+"""
+
+
+def hidden_parts(driver: WebDriver, element: Any) -> list[Any]:
+    """Where part of `element` is out of sight (a pixel of rounding allowed): [] when it is whole in view."""
+    return [margin for margin in driver.execute_script(INSIDE, element) if min(margin[1], margin[2]) < -1]
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_the_newest_reply_is_whole_in_view_after_every_turn(
+    browser: WebDriver, console_url: str, size: tuple[int, int]
+) -> None:
+    browser.set_window_size(*size)
+    try:
+        open_as(browser, console_url, f"view-{size[0]}-{uuid.uuid4().hex[:6]}")
+        for message in ("Hi! My name is Ana", "beginner", "I run twice a week and cycle on weekends", "what now?"):
+            send(browser, message)
+            newest = browser.find_elements(By.CSS_SELECTOR, "#chat-log .bubble")[-1]
+            assert "assistant" in (newest.get_attribute("class") or "")
+            assert newest.text.strip()
+            assert hidden_parts(browser, newest) == [], (message, hidden_parts(browser, newest))
+    finally:
+        browser.set_window_size(1600, 1000)
+
+
+def test_a_user_switch_resets_every_panel_and_every_panel_names_one_user(browser: WebDriver, console_url: str) -> None:
+    browser.set_window_size(1280, 720)
+    try:
+        first, second = f"first-{uuid.uuid4().hex[:6]}", f"second-{uuid.uuid4().hex[:6]}"
+        open_as(browser, console_url, first)
+        for message in ("Hi! My name is Ana", "beginner", "I run twice a week"):
+            send(browser, message)
+        browser.execute_script("for (const p of document.querySelectorAll('.panel')) p.scrollTop = p.scrollHeight;")
+        scrolled = browser.execute_script("return [...document.querySelectorAll('.panel')].map(p => p.scrollTop)")
+        assert max(scrolled) > 0, scrolled  # something to reset
+        switch(browser, second)
+        panels = browser.find_elements(By.CSS_SELECTOR, ".panel")
+        assert browser.execute_script("return [...document.querySelectorAll('.panel')].map(p => p.scrollTop)") == [
+            0
+        ] * len(panels)
+        for panel in panels:  # each panel's heading, as a person reads it, names the one user shown
+            heading = panel.find_element(By.TAG_NAME, "h2")
+            assert second in heading.text, heading.text
+            assert first not in heading.text, heading.text
+            assert hidden_parts(browser, heading) == []
+        assert text_of(browser, "fig-tokens") == "–"  # the other user's last turn is not shown as this one's
+        assert text_of(browser, "fig-turn") == "–"
+        assert "no turn recorded" in text_of(browser, "plan-caption")
+        assert "Beginner".lower() not in text_of(browser, "memory-panel").lower()
+        assert text_of(browser, "notice") == ""
+    finally:
+        browser.set_window_size(1600, 1000)
+
+
+def test_a_text_that_continues_another_user_leaves_every_panel_on_one_user_and_says_so(
+    browser: WebDriver, console_url: str
+) -> None:
+    owner, viewer = f"owner-{uuid.uuid4().hex[:6]}", f"viewer-{uuid.uuid4().hex[:6]}"
+    phone = f"+1555{uuid.uuid4().int % 10**7:07d}"
+    open_as(browser, console_url, owner)
+    browser.find_element(By.ID, "sms-from").clear()
+    browser.find_element(By.ID, "sms-from").send_keys(phone)
+    browser.find_element(By.ID, "link-phone").click()
+    wait(browser, lambda d: phone in d.find_element(By.ID, "phones").text and idle(d))
+    switch(browser, viewer)
+    assert not Select(browser.find_element(By.ID, "turns")).options
+    text_from(browser, phone, "Hi, it's me again")
+    notice_text = text_of(browser, "notice")
+    assert f"That text went to user {owner}, not {viewer}: this page still shows {viewer}" in notice_text
+    for panel in browser.find_elements(By.CSS_SELECTOR, ".panel"):
+        assert owner not in panel.text, panel.text[:500]  # no panel shows the other user's turn
+        assert viewer in panel.find_element(By.TAG_NAME, "h2").text
+    assert not Select(browser.find_element(By.ID, "turns")).options  # the other user's turn is not listed here
+    assert phone not in text_of(browser, "phones")
+    assert not browser.find_elements(By.CSS_SELECTOR, ".bubble.sms")
+
+
+def test_no_empty_badge_and_counts_read_as_words(browser: WebDriver, console_url: str) -> None:
+    open_as(browser, console_url, f"words-{uuid.uuid4().hex[:6]}")
+    shown_badges = (
+        "return [...document.querySelectorAll('.badge')].filter(b => b.offsetWidth > 0).map(b => b.innerText)"
+    )
+    assert all(text.strip() for text in browser.execute_script(shown_badges))  # before any turn
+    send(browser, "Hi")
+    assert all(text.strip() for text in browser.execute_script(shown_badges))
+    assert re.fullmatch(r"\d+ / \d+ \(1 model call\)", text_of(browser, "fig-tokens")), text_of(browser, "fig-tokens")
+    page = browser.find_element(By.TAG_NAME, "body").text
+    assert not re.findall(r"(?<![\d.,])1 (?:model calls|tokens|messages|requests|items|oldest summary lines)\b", page)

@@ -7,6 +7,7 @@ whose path the banner prints; the terminal gets one human line per request or te
 JSON back on the terminal."""
 
 import json
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,6 +16,26 @@ from typing import Any
 import httpx
 
 from tests.support.processes import run, running_stack
+
+
+def test_the_banner_names_the_urls_the_environment_file_and_the_logs_and_nothing_else(tmp_path: Path) -> None:
+    """A screenful, not 38 `export` lines: the environment for another shell is in a file it names."""
+    data_file = tmp_path / "d.jsonl"
+    with running_stack(data_file) as stack:
+        banner = stack.banner.splitlines()
+        env_file = tmp_path / "d.env"
+        assert f"Environment for another process: source {env_file}" in banner
+        sourced = subprocess.run(  # noqa: S603 - bash reading the file the stack wrote
+            ["bash", "-c", f"source {env_file} && echo $AWS_ENDPOINT_URL_DYNAMODB $TABLE_NAME"],  # noqa: S607
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert sourced.stdout.split() == [f"http://127.0.0.1:{stack.ports['dynamodb']}", "onboarding-memory-local"]
+        stack.stop()
+    assert banner[0].startswith(f"Local stack running. API: {stack.api_url} (OpenAPI at {stack.api_url}/openapi.json")
+    assert f"Logs: {tmp_path / 'logs' / 'local_stack.log'} (JSON lines; -v shows them here)." in banner
+    assert not [line for line in banner if line.lstrip().startswith(("export ", "unset "))], banner
+    assert len(banner) <= 10, banner
+    assert not env_file.exists()  # gone with the stack: nothing points at servers that are gone
 
 
 def test_after_a_text_the_apis_lines_still_name_the_api(tmp_path: Path) -> None:
@@ -39,7 +60,7 @@ def test_after_a_text_the_apis_lines_still_name_the_api(tmp_path: Path) -> None:
     assert not [line for line in terminal if line.startswith("{")], terminal
     assert [line.split(" (")[0] for line in terminal] == [
         "POST /sms -> 200",
-        "SMS queue -> SmsWorkerFunction: 1 of 1 text(s) handled",
+        "SMS queue -> SmsWorkerFunction: 1 of 1 text handled",
         "POST /chat -> 200",
     ]
     assert "service_undefined" not in stack.stdout

@@ -34,8 +34,9 @@ def test_the_stack_serves_turns_in_the_arm_of_its_flags_file(tmp_path: Path) -> 
     try:
         banner = read_until(stack, b"Ctrl-C stops it and saves the table.").decode()
         assert f"Flags: {flags}, served by the local AppConfig" in banner
-        assert "export FEATURE_FLAGS_APPLICATION=" in banner
-        assert "unset FEATURE_FLAGS_FILE" in banner
+        environment = (tmp_path / "d.env").read_text(encoding="utf-8")  # what another shell sources
+        assert "export FEATURE_FLAGS_APPLICATION=" in environment
+        assert "unset FEATURE_FLAGS_FILE" in environment
         api = banner.split("API: ", 1)[1].split(" ", 1)[0]
         replies = []
         for message in ("Hi", "I'm a beginner"):

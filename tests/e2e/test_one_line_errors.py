@@ -3,6 +3,7 @@ that says what to do, and exit code 2; never a traceback. One test per case the 
 
 import os
 import pty
+import shutil
 import signal
 import socket
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.local.ports import free_port
 from tests.support.processes import REPO, read_until, run, running_stack
 
 pytestmark = pytest.mark.e2e
@@ -54,6 +56,41 @@ def test_the_console_on_a_taken_port_names_its_own_option(tmp_path: Path) -> Non
     assert f"port {port} on 127.0.0.1 (for the API) is taken" in line
     assert "--port PORT" in line
     assert "--api-port" not in line  # an option the console does not have
+
+
+def test_sms_from_something_that_is_not_a_phone_number(tmp_path: Path) -> None:
+    started = time.monotonic()
+    completed = run("infra.sms", "Hi coach", "--from", "notaphone", "--data-file", str(tmp_path / "d.jsonl"))
+    line = one_error_line(completed)
+    assert "--from notaphone: not a phone number" in line
+    assert "+15551230001" in line  # what one looks like
+    assert time.monotonic() - started < 10  # refused before any stack starts
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_command_run_outside_the_repository_works_as_the_readme_says(tmp_path: Path) -> None:
+    """`uv run` outside the repository finds no project (Python then says "No module named 'infra'",
+    before any of our code runs); the README's Troubleshooting line names the form that works from
+    anywhere, and this runs it from a folder outside the repository."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "`uv run --project <the repository> python -m ...`" in readme
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH")
+    completed = subprocess.run(  # noqa: S603 - uv running our own module
+        [uv, "run", "--project", str(REPO), "--frozen", "python", "-m", "infra.sms", "Hi", "--from", "notaphone"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+    )  # fmt: skip
+    assert "--from notaphone: not a phone number" in one_error_line(completed)
+
+
+def test_sms_to_a_stack_that_is_gone(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    completed = run("infra.sms", "Hi coach", "--api", url, "--twilio", url)
+    line = one_error_line(completed)
+    assert f"cannot reach the local stack at {url}" in line
+    assert "uv run python -m infra.local_stack" in line
 
 
 def test_invoke_with_an_unknown_function_names_the_functions(tmp_path: Path) -> None:

@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from infra.local import ports as ports_module
+from infra.local.data import DataLock
+from infra.local.errors import LocalToolError
 from infra.local.ports import free_port
-from tests.support.processes import run
+from infra.local.stack import LocalStack
+from tests.support.processes import run, running_stack
 
 OPTIONS = ["--dynamodb-port", "--bedrock-port", "--api-port", "--twilio-port", "--s3vectors-port"]
 
@@ -82,3 +86,41 @@ def test_two_servers_given_one_port_are_refused(tmp_path: Path) -> None:
                     timeout_s=60)  # fmt: skip
     assert completed.returncode == 2
     assert f"were both given port {port}" in completed.stderr
+
+
+@pytest.mark.parametrize("server", ["dynamodb", "api", "s3vectors"])
+def test_a_port_our_own_stack_holds_is_named_as_that_stack_with_its_pid(server: str, tmp_path: Path) -> None:
+    """moto's server (a child of the stack), the API (the stack's own process) and a stand-in alike."""
+    with running_stack(tmp_path / "first.jsonl") as first:
+        ports = dict.fromkeys(OPTIONS, "0")
+        ports[f"--{server}-port"] = str(first.ports[server])
+        second = run("infra.local_stack", "--data-file", str(tmp_path / "second.jsonl"),
+                     *(argument for pair in ports.items() for argument in pair), timeout_s=60)  # fmt: skip
+    assert second.returncode == 2, second.stderr
+    [line] = second.stderr.strip().splitlines()
+    assert line.startswith(f"error: port {first.ports[server]} on 127.0.0.1"), line
+    assert f"is taken by this project's infra.local_stack (pid {first.process.pid})" in line
+    assert f"--{server}-port PORT" in line
+    assert "another program" not in line
+
+
+@pytest.mark.parametrize("server", ["bedrock", "twilio", "s3vectors"])
+def test_a_port_taken_after_the_check_is_one_line_too(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another stack may take a port between the check and the bind: the bind says so in the same
+    words, instead of an OSError's traceback."""
+    monkeypatch.setattr(ports_module, "port_is_free", lambda host, port: True)  # the check saw it free
+    with silent_listener_on_a_port() as port:
+        given = {"bedrock": 0, "twilio": 0, "s3vectors": 0, server: port}
+        with pytest.raises(LocalToolError, match=rf"port {port} on 127.0.0.1 .* is taken by .*--{server}-port PORT"):
+            LocalStack(
+                tmp_path / "d.jsonl",
+                dynamodb_port=0,
+                bedrock_port=given["bedrock"],
+                twilio_port=given["twilio"],
+                s3vectors_port=given["s3vectors"],
+            )
+    lock = DataLock(tmp_path / "d.jsonl")
+    assert lock.try_acquire()  # the failed stack let go of its data file
+    lock.release()

@@ -12,8 +12,7 @@ import pytest
 from infra.bench.memory_benchmark.__main__ import ENVIRONMENT, GAP_S, TOKEN_BUDGET
 from infra.bench.memory_benchmark.dataset import load
 from infra.bench.memory_benchmark.replay import QuestionResult, Replayer
-from infra.local.stack import LocalStack
-from infra.local.stack_environment import temporary_environment
+from infra.local.stack import LocalStack, temporary_environment
 from onboarding.config import Settings
 from onboarding.model.messages import Message
 from onboarding.persistence import Repositories

@@ -11,9 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from infra.local.stack import LocalStack
-from infra.local.stack_environment import temporary_environment
-from infra.local.stack_template import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
+from infra.local.deployment import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
+from infra.local.stack import LocalStack, temporary_environment
 from onboarding.config import Settings
 from onboarding.llm.sections import RECALL_HEADER
 from onboarding.persistence import Repositories

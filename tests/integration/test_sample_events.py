@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from infra.local.deployment import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
 from infra.local.iam.identity import access_key_of
 from infra.local.lambda_runner import invoke
 from infra.local.stack import LocalStack
-from infra.local.stack_template import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
 from infra.local.template import load_template
 
 EVENTS = Path(__file__).parents[2] / "events"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from infra.local.iam.authorization import Authorization
+from infra.local.iam.actions import Authorization
 from infra.local.iam.policy import decide
 from infra.local.iam.roles import inline_statements
 from infra.local.stack import LocalStack

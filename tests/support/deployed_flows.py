@@ -19,8 +19,7 @@ import httpx
 
 from infra.local.iam.identity import acting_as
 from infra.local.lambda_runner import asgi_app, handler_module
-from infra.local.stack import LocalStack
-from infra.local.stack_environment import temporary_environment
+from infra.local.stack import LocalStack, temporary_environment
 from infra.local.twilio_emulator import webhook_form
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
@@ -174,7 +173,7 @@ def the_recall_index_follows_the_table(stack: LocalStack) -> None:
     """The indexer (fed by the table's stream) embeds each message with the one it answers and writes
     it; a later turn recalls it (an embedding and a filtered query); an erase deletes the vectors and
     the stream's removals reach the indexer too."""
-    from infra.local.stack_template import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
+    from infra.local.deployment import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
 
     user = new_user()
     vectors = stack.s3vectors.buckets[RECALL_BUCKET_NAME][RECALL_INDEX_NAME].vectors

@@ -65,7 +65,13 @@ def wait_gone(pids: list[int], timeout_s: float = 15) -> list[int]:
 class RunningStack:
     process: "subprocess.Popen[bytes]"
     data_file: Path
-    api_url: str
+    ports: dict[str, int]
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['api']}"
+
+    banner: str = ""  # what it printed when it started
     stdout: str = ""  # what it printed after its banner, once stopped
 
     def stop(self, signal_number: int = signal.SIGINT) -> tuple[int, str]:
@@ -78,6 +84,26 @@ class RunningStack:
 # Every server of the stack on a port of its own choosing (0): a port left at its default (8003 for
 # the recall index) is taken whenever another test, or another suite on the machine, runs a stack.
 STACK_PORT_OPTIONS = ("--dynamodb-port", "--bedrock-port", "--api-port", "--twilio-port", "--s3vectors-port")
+
+
+# The variables of the stack's environment file that name each server (the API is in the banner).
+_SERVER_VARIABLES = {
+    "dynamodb": "AWS_ENDPOINT_URL_DYNAMODB",
+    "bedrock": "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "twilio": "TWILIO_API_BASE_URL",
+    "s3vectors": "AWS_ENDPOINT_URL_S3VECTORS",
+}
+
+
+def _ports_of(banner: str) -> dict[str, int]:
+    """The ports the stack's servers took (the system chose them): the API's from the banner, the
+    others from the environment file the banner names."""
+    api = re.search(r"API: http://[^:\s]+:(\d+)", banner)
+    env_file = re.search(r"source (\S+)", banner)
+    assert api is not None, banner
+    assert env_file is not None, banner
+    exported = dict(re.findall(r"^export (\w+)='?http://[^:\s]+:(\d+)", Path(env_file.group(1)).read_text(), re.M))
+    return {"api": int(api.group(1))} | {name: int(exported[variable]) for name, variable in _SERVER_VARIABLES.items()}
 
 
 @contextmanager
@@ -98,9 +124,7 @@ def running_stack(data_file: Path) -> Iterator[RunningStack]:
                 raise
             assert process.stderr is not None
             raise AssertionError(f"{error}; stderr: {process.stderr.read().decode()[-2000:]}") from None
-        api_url = re.search(r"API: (http://\S+) ", banner)
-        assert api_url is not None, banner
-        yield RunningStack(process, data_file, api_url.group(1))
+        yield RunningStack(process, data_file, _ports_of(banner), banner)
     finally:
         if process.poll() is None:
             process.kill()

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from infra.console.memory_view import changed_paths, memory_view
-from infra.console.plan_view import PromptSplitError, plan_view, split_system_prompt
+from infra.console.views import PromptSplitError, changed_paths, memory_view, plan_view, split_system_prompt
 from onboarding.config import Settings
 from onboarding.llm.prompt import PromptFacts, render_system_prompt
 from onboarding.model.history import ConversationSummary, TurnContext

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from infra.local import flat_dynamodb, flat_dynamodb_check
+from infra.local import flat_dynamodb
 
 TABLE = "flat"
 SORT_KEYS = st.text(alphabet="abc~#0", min_size=1, max_size=4)
@@ -244,10 +244,10 @@ def test_a_cancelled_transaction_copies_no_table() -> None:
 
 def test_install_refuses_a_moto_whose_methods_changed() -> None:
     flat_dynamodb.uninstall()
-    relied_on = flat_dynamodb_check.RELIED_ON["Table.delete_item"]
-    flat_dynamodb_check.RELIED_ON["Table.delete_item"] = ["self", "hash_key"]
+    relied_on = flat_dynamodb.RELIED_ON["Table.delete_item"]
+    flat_dynamodb.RELIED_ON["Table.delete_item"] = ["self", "hash_key"]
     try:
         with pytest.raises(RuntimeError, match=r"moto's Table\.delete_item changed"):
             flat_dynamodb.install()
     finally:
-        flat_dynamodb_check.RELIED_ON["Table.delete_item"] = relied_on
+        flat_dynamodb.RELIED_ON["Table.delete_item"] = relied_on

@@ -7,8 +7,21 @@ from typing import Any
 
 import pytest
 
-from infra.local.data import DataLock, StackState, atomic_write, read_state, running_stack, state_path, write_state
-from infra.local.stack_resources import save_items
+from infra.local.data import (
+    DamagedDataFileError,
+    DataLock,
+    StackState,
+    append_changes,
+    atomic_write,
+    change_line,
+    journal_path,
+    read_state,
+    read_table,
+    running_stack,
+    state_path,
+    write_snapshot,
+    write_state,
+)
 
 
 def _failing_items() -> Iterator[dict[str, Any]]:
@@ -20,7 +33,7 @@ def test_a_save_that_fails_midway_keeps_the_old_file_and_leaves_nothing_behind(t
     data_file = tmp_path / "dynamodb.jsonl"
     data_file.write_text('{"old": 1}\n', encoding="utf-8")
     with pytest.raises(ConnectionError):
-        save_items(data_file, _failing_items())
+        write_snapshot(data_file, _failing_items())
     assert data_file.read_text(encoding="utf-8") == '{"old": 1}\n'
     assert [path.name for path in tmp_path.iterdir()] == ["dynamodb.jsonl"]  # no .partial, no temporary
 
@@ -28,9 +41,40 @@ def test_a_save_that_fails_midway_keeps_the_old_file_and_leaves_nothing_behind(t
 def test_a_save_replaces_the_file_whole(tmp_path: Path) -> None:
     data_file = tmp_path / "dynamodb.jsonl"
     items = [{"pk": {"S": "USER#a"}, "sk": {"S": str(n)}} for n in range(3)]
-    save_items(data_file, iter(items))
+    write_snapshot(data_file, iter(items))
     assert [json.loads(line) for line in data_file.read_text(encoding="utf-8").splitlines()] == items
     assert [path.name for path in tmp_path.iterdir()] == ["dynamodb.jsonl"]
+
+
+def _item(sk: str, text: str = "hi", raw: bytes = b"\x00\xff") -> dict[str, Any]:
+    return {"pk": {"S": "USER#a"}, "sk": {"S": sk}, "text": {"S": text}, "key": {"B": raw}}
+
+
+def test_the_journal_replays_puts_and_deletes_over_the_snapshot_and_is_folded_in(tmp_path: Path) -> None:
+    data_file = tmp_path / "dynamodb.jsonl"
+    write_snapshot(data_file, [_item("1"), _item("2")])
+    append_changes(data_file, [change_line("put", _item("2", "changed")), change_line("put", _item("3"))])
+    append_changes(data_file, [change_line("delete", {"pk": {"S": "USER#a"}, "sk": {"S": "1"}})])
+    assert read_table(data_file, ["pk", "sk"]) == [_item("2", "changed"), _item("3")]
+    write_snapshot(data_file, read_table(data_file, ["pk", "sk"]))
+    assert not journal_path(data_file).exists()
+    assert read_table(data_file, ["pk", "sk"]) == [_item("2", "changed"), _item("3")]
+
+
+def test_a_journal_line_a_crash_cut_short_is_skipped_and_a_damaged_one_moved_aside(tmp_path: Path) -> None:
+    data_file = tmp_path / "dynamodb.jsonl"
+    write_snapshot(data_file, [_item("1")])
+    append_changes(data_file, [change_line("put", _item("2"))])
+    with journal_path(data_file).open("a", encoding="utf-8") as journal:
+        journal.write(change_line("put", _item("3"))[:20])  # no end of line: the append never finished
+    assert read_table(data_file, ["pk", "sk"]) == [_item("1"), _item("2")]
+    journal_path(data_file).write_text(
+        '{"put": {"pk": {"S": "USER#a"}, "sk": {"S": "4"}}}\n{"oops": 1}\n', encoding="utf-8"
+    )
+    with pytest.raises(DamagedDataFileError, match=r"journal.jsonl is damaged \(line 2 is not a DynamoDB change\)"):
+        read_table(data_file, ["pk", "sk"])
+    assert [path.name for path in tmp_path.iterdir() if "damaged" in path.name]
+    assert read_table(data_file, ["pk", "sk"]) == [_item("1")]  # the snapshot alone, untouched
 
 
 def test_atomic_write_interrupted_leaves_the_old_file(tmp_path: Path) -> None:

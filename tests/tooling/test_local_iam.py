@@ -9,8 +9,7 @@ from botocore import xform_name
 from botocore.awsrequest import HTTPHeaders
 from botocore.parsers import create_parser
 
-from infra.local.iam.actions import authorizations
-from infra.local.iam.authorization import Authorization, Place, UnknownOperation
+from infra.local.iam.actions import Authorization, Place, UnknownOperation, authorizations
 from infra.local.iam.gate import Gate, caller, refusal
 from infra.local.iam.identity import (
     OPERATOR_ACCESS_KEY,

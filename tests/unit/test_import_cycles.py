@@ -109,7 +109,7 @@ def test_the_graph_sees_the_product_the_tooling_and_the_tests() -> None:
     graph = import_graph(modules_in())
     assert "onboarding.config" in graph["onboarding.composition"]
     assert any(module.startswith("functions.") for module in graph)
-    assert "infra.local.stack" in graph["infra.local.stack_command"]
+    assert "infra.local.stack" in graph["infra.local_stack"]
     assert "onboarding.telemetry" in graph["tests.unit.test_telemetry"]
 
 

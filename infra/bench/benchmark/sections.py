@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.bench.benchmark.stats import percentile
-from infra.local.stack_environment import temporary_environment
+from infra.local.stack import temporary_environment
 
 FUNCTIONS = ["ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"]
 MODEL_FUNCTIONS = ["ApiFunction", "SmsWorkerFunction"]

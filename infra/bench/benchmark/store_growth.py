@@ -41,8 +41,8 @@ from infra.bench.benchmark.peer_store import (
 )
 from infra.bench.benchmark.stats import percentile
 from infra.bench.benchmark.store_io import TableTraffic, seed_history
-from infra.local.stack_environment import LOCAL_TIMEOUTS, temporary_environment
-from infra.local.stack_resources import LOCAL_AWS_ENVIRONMENT
+from infra.local.deployment import LOCAL_AWS_ENVIRONMENT
+from infra.local.stack import LOCAL_TIMEOUTS, temporary_environment
 from infra.local.template import table_create_request
 from onboarding.composition import build_repositories
 from onboarding.config import Settings

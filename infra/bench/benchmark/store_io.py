@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 
 from infra.bench.benchmark.stats import percentile
-from infra.local.streams import on_stream_poller
+from infra.local.event_sources import on_stream_poller
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.llm.bedrock import build_chat_model

@@ -23,9 +23,9 @@ from typing import Any
 import boto3
 
 from infra.local.bedrock_emulator import BedrockEmulator
+from infra.local.deployment import LOCAL_AWS_ENVIRONMENT
 from infra.local.dynamodb_process import LocalDynamoDB
-from infra.local.stack_environment import temporary_environment
-from infra.local.stack_resources import LOCAL_AWS_ENVIRONMENT
+from infra.local.stack import temporary_environment
 from infra.local.template import table_create_request
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings

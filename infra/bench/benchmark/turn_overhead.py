@@ -29,8 +29,7 @@ from langchain_core.messages import BaseMessage
 
 from infra.bench.benchmark.model_process import emulator_process
 from infra.local.iam.identity import acting_as
-from infra.local.stack import LocalStack
-from infra.local.stack_environment import temporary_environment
+from infra.local.stack import LocalStack, temporary_environment
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.llm.bedrock import build_chat_model

@@ -31,10 +31,10 @@ from infra.bench.cost.turns import (
     TurnDriver,
 )
 from infra.local.data import local_folder
+from infra.local.deployment import DEFAULT_TABLE_NAME, IDEMPOTENCY_TABLE_NAME, TABLE_LOGICAL_ID
 from infra.local.errors import LocalToolError, run_tool
 from infra.local.prices import UnknownModelError, model_prices
 from infra.local.stack import LocalStack
-from infra.local.stack_template import DEFAULT_TABLE_NAME, IDEMPOTENCY_TABLE_NAME, TABLE_LOGICAL_ID
 from infra.local.template import function_architecture, function_memory_mb, table_ttl_attribute
 from infra.local.terminal import Progress, logs_to
 from onboarding.composition import build_repositories

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.bench.cost.capacity import WRITES, item_size, request_read_units, request_write_units, written_items
-from infra.local.streams import on_stream_poller
+from infra.local.event_sources import on_stream_poller
 from onboarding.persistence.capacity import READS, reported_units
 
 SQS_CHUNK_BYTES = 64 * 1024

@@ -117,7 +117,7 @@ class TurnDriver:
             ).get("Messages", [])
             if len(messages) != 1:
                 raise RuntimeError("the webhook queued no turn")
-            from infra.local.queue_poller import sqs_event_records
+            from infra.local.event_sources import sqs_event_records
 
             records = sqs_event_records(messages, self._queue_arn, self._sqs.meta.region_name)
             worker, result = self._invoke(WORKER, {"Records": records})

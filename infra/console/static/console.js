@@ -41,6 +41,8 @@ async function api(path, options = {}) {
 const asUser = (extra = {}) => ({ Authorization: `Bearer ${state.user}`, ...extra });
 const newId = () => (crypto.randomUUID ? crypto.randomUUID() : `t${Date.now()}${Math.random().toString(16).slice(2)}`);
 const ms = (value) => (value == null ? "–" : `${Math.round(value)} ms`);
+// "1 model call", "2 model calls": every count the page shows goes through here.
+const count = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 function notice(text) {
   $("notice").textContent = text;
@@ -49,8 +51,15 @@ function notice(text) {
 function bubble(role, text, extra = "") {
   const node = el("div", { className: `bubble ${role} ${extra}`.trim(), text });
   $("chat-log").append(node);
-  $("chat-log").scrollTop = $("chat-log").scrollHeight;
+  reveal(node);
   return node;
+}
+
+// The newest message whole in view: the chat log scrolled to its end, and the panel and the page
+// around it as far as it takes. Called again as a streamed reply grows, and when the turn ends.
+function reveal(node) {
+  $("chat-log").scrollTop = $("chat-log").scrollHeight;
+  node.scrollIntoView({ block: "nearest" });
 }
 
 // ---- the plan: what the model saw ----
@@ -62,23 +71,22 @@ function renderPlan(plan, caption, matches) {
     $("budget-text").textContent = "no model call: answered without the model, or refused before it";
     $("window-text").textContent = "–";
     $("plan-match").textContent = "";
-    $("plan-match").className = "badge";
     return;
   }
   $("budget-text").textContent =
-    `${plan.totalTokens} of ${plan.budget} tokens (system ${plan.systemTokens}, window ${plan.windowTokens}, current message ${plan.currentTokens})`;
+    `${plan.totalTokens} of ${count(plan.budget, "token")} (system ${plan.systemTokens}, window ${plan.windowTokens}, current message ${plan.currentTokens})`;
   fillBar($("budget-bar"), [["seg-system", plan.systemTokens], ["seg-window", plan.windowTokens], ["seg-current", plan.currentTokens]], plan.budget);
   $("window-text").textContent =
-    `${plan.window.length} of at most ${plan.windowMaxMessages} messages, ${plan.windowTokens} of ${plan.windowAvailableTokens} tokens left for it`;
+    `${plan.window.length} of at most ${count(plan.windowMaxMessages, "message")}, ${plan.windowTokens} of ${count(plan.windowAvailableTokens, "token")} left for it`;
   fillBar($("window-bar"), [["fill", plan.windowTokens]], plan.windowAvailableTokens);
   $("plan-match").textContent = matches == null ? "" : matches ? "sent exactly" : "differs from the request";
   $("plan-match").className = matches == null ? "badge" : matches ? "badge ok" : "badge bad";
-  const dropped = plan.summaryLinesDropped ? ` (${plan.summaryLinesDropped} oldest summary lines cut by the allowance)` : "";
+  const dropped = plan.summaryLinesDropped ? ` (${count(plan.summaryLinesDropped, "oldest summary line")} cut by the allowance)` : "";
   $("sections").replaceChildren(
     ...plan.sections.map((section) =>
       el("li", { "data-kind": section.kind },
         el("strong", { text: section.title }), el("span", { className: "kind", text: section.kind.replace("_", " ") }),
-        el("span", { className: "muted", text: ` ${section.tokens} tokens` }),
+        el("span", { className: "muted", text: ` ${count(section.tokens, "token")}` }),
         bar([["fill", section.tokens]], plan.systemAllowance, true),
         el("details", {}, el("summary", { text: "text" }), el("pre", { text: section.text })))),
   );
@@ -86,11 +94,11 @@ function renderPlan(plan, caption, matches) {
   $("window").replaceChildren(
     ...plan.window.map((message) =>
       el("li", { "data-message-id": message.messageId },
-        el("strong", { text: message.role }), el("span", { className: "muted", text: ` ${message.tokens} tokens` }),
+        el("strong", { text: message.role }), el("span", { className: "muted", text: ` ${count(message.tokens, "token")}` }),
         bar([["fill", message.tokens]], plan.windowAvailableTokens, true),
         el("pre", { text: [message.text, ...message.toolCalls.map((c) => `→ ${c.name}(${c.args})`)].filter(Boolean).join("\n") }))),
   );
-  $("current").replaceChildren(el("span", { className: "muted", text: `${plan.currentTokens} tokens ` }), el("pre", { text: plan.current }));
+  $("current").replaceChildren(el("span", { className: "muted", text: `${count(plan.currentTokens, "token")} ` }), el("pre", { text: plan.current }));
   $("left-out").replaceChildren(
     ...plan.leftOut.map((message) =>
       el("li", { title: message.detail },
@@ -103,7 +111,7 @@ function renderPlan(plan, caption, matches) {
 function renderRequests(requests) {
   $("model-requests").replaceChildren(
     ...requests.map((request, index) =>
-      el("details", {}, el("summary", { text: `#${index + 1} ${request.operation}: ${request.messages.length} messages, tools ${request.tools.join(", ") || "none"}` }),
+      el("details", {}, el("summary", { text: `#${index + 1} ${request.operation}: ${count(request.messages.length, "message")}, tools ${request.tools.join(", ") || "none"}` }),
         el("pre", { text: request.system }), el("pre", { text: JSON.stringify(request.messages, null, 1) }))),
   );
 }
@@ -169,10 +177,10 @@ function renderFigures(record, browser = {}) {
   const f = record.figures;
   $("fig-first-token").textContent = record.channel === "sms" ? "– (an SMS arrives whole)" : `${ms(browser.firstToken)} in the browser, ${ms(f.firstTokenMs)} at the server`;
   $("fig-turn").textContent = browser.whole != null ? `${ms(browser.whole)} in the browser, ${ms(f.turnMs)} at the server` : `${ms(f.turnMs)} at the server`;
-  $("fig-tokens").textContent = `${f.tokens.input} / ${f.tokens.output} (${f.tokens.modelCalls} model calls)`;
+  $("fig-tokens").textContent = `${f.tokens.input} / ${f.tokens.output} (${count(f.tokens.modelCalls, "model call")})`;
   const ops = Object.entries(f.dynamodb.byOperation).map(([name, count]) => `${name} ${count}`).join(", ");
   $("fig-dynamodb").textContent = `${f.dynamodb.requests}${ops ? ` (${ops})` : ""}${f.dynamodb.failed ? `, ${f.dynamodb.failed} failed` : ""}`;
-  $("fig-capacity").textContent = `${f.dynamodb.capacityUnits}` + (f.dynamodb.requestsWithoutCapacity ? ` (+ ${f.dynamodb.requestsWithoutCapacity} requests the table gave no figure for)` : "");
+  $("fig-capacity").textContent = `${f.dynamodb.capacityUnits}` + (f.dynamodb.requestsWithoutCapacity ? ` (+ ${count(f.dynamodb.requestsWithoutCapacity, "request")} the table gave no figure for)` : "");
   $("fig-cost").textContent = f.costUsd == null ? `– (${f.costNote})` : `$${f.costUsd.toFixed(6)} (${f.costNote})`;
 }
 
@@ -182,7 +190,7 @@ function showTurn(record, browser = state.measured[record.turnId] || {}) {
   renderRequests(record.modelRequests);
   if (record.memoryAfter && record.userId === state.user) {
     const latest = state.turns.at(-1)?.record.turnId === record.turnId;
-    $("memory-title").textContent = latest ? "The user's memory now" : "The user's memory after this turn";
+    $("memory-title").textContent = latest ? "The memory now" : "The memory after this turn";
     renderMemory(record.memoryAfter, record.changed);
   }
   renderFigures(record, browser);
@@ -199,15 +207,24 @@ function addTurn(record, browser = {}) {
 }
 
 // ---- actions ----
+// Every panel back to its start for another user: what it shows, and where it is scrolled to.
+function resetPanels(user) {
+  for (const node of document.querySelectorAll(".who")) node.textContent = user;
+  for (const id of ["turns", "chat-log", "model-requests"]) $(id).replaceChildren();
+  for (const node of document.querySelectorAll("#figures dd")) node.textContent = "–";
+  for (const panel of document.querySelectorAll(".panel")) panel.scrollTop = 0;
+  window.scrollTo(0, 0);
+  notice("");
+}
+
 async function loadUser(user) {
   state.user = user;
   state.turns = [];
   $("user-id").value = user;
-  $("turns").replaceChildren();
-  $("chat-log").replaceChildren();
+  resetPanels(user);
   history.replaceState(null, "", `#${encodeURIComponent(user)}`);
   const memory = await api(`/console/api/users/${encodeURIComponent(user)}/memory`);
-  $("memory-title").textContent = "The user's memory now";
+  $("memory-title").textContent = "The memory now";
   renderMemory(memory);
   if (!state.session.readOnly) {
     const page = await api("/history?limit=20", { headers: asUser() });
@@ -219,6 +236,9 @@ async function loadUser(user) {
     const plan = await api(`/console/api/users/${encodeURIComponent(user)}/prompt`);
     renderPlan(plan, "What the model would get for the next message (no turn recorded by this console yet)", null);
   }
+  for (const panel of document.querySelectorAll(".panel")) panel.scrollTop = 0;
+  const newest = $("chat-log").lastElementChild;
+  if (newest) reveal(newest);
   document.body.dataset.user = user;
 }
 
@@ -257,6 +277,7 @@ async function sendMessage(text) {
         if (event === "chunk") {
           if (firstToken == null) firstToken = performance.now() - started;
           reply.textContent += payload.text;
+          reveal(reply);
         } else if (event === "error") {
           reply.append(el("div", { className: "error", text: `[${payload.error}] ${payload.message}` }));
         }
@@ -268,11 +289,12 @@ async function sendMessage(text) {
   $("turn-status").textContent = "";
   const record = await api(`/console/api/turns/${turnId}`);
   addTurn(record, { firstToken, whole });
+  reveal(reply);
   document.body.dataset.turns = String(state.turns.length);
 }
 
 async function sendSms(from, text) {
-  bubble("user", text, "sms");
+  const sent = bubble("user", text, "sms");
   $("turn-status").textContent = "texting…";
   const result = await api("/console/api/sms", {
     method: "POST",
@@ -280,11 +302,16 @@ async function sendSms(from, text) {
     body: JSON.stringify({ from, text, userId: state.user }),
   });
   $("turn-status").textContent = "";
-  bubble("assistant", result.turn.reply || "(no reply)", "sms");
-  if (result.turn.userId && result.turn.userId !== state.user) {
-    notice(`That text continued user ${result.turn.userId} (switch to see its memory).`);
+  const owner = result.turn.userId;
+  if (owner && owner !== state.user) {
+    // Another user's conversation: every panel keeps showing this one, and the page says so.
+    sent.remove();
+    notice(`That text went to user ${owner}, not ${state.user}: this page still shows ${state.user} (switch to ${owner} to see it).`);
+  } else {
+    bubble("assistant", result.turn.reply || "(no reply)", "sms");
+    addTurn(result.turn);
   }
-  addTurn(result.turn);
+  document.body.dataset.texts = String(Number(document.body.dataset.texts || 0) + 1);
   document.body.dataset.turns = String(state.turns.length);
   return result;
 }
@@ -301,7 +328,7 @@ async function linkPhone() {
 async function erase() {
   if (!window.confirm(`Erase everything stored for ${state.user}?`)) return;
   const receipt = await api("/me", { method: "DELETE", headers: asUser() });
-  notice(`Erased ${receipt.total} items of ${state.user}.`);
+  notice(`Erased ${count(receipt.total, "item")} of ${state.user}.`);
   const memory = await api(`/console/api/users/${encodeURIComponent(state.user)}/memory`);
   $("chat-log").replaceChildren();
   renderMemory(memory, ["step", "summary", "phones"]);

@@ -27,10 +27,59 @@ fails closed.
 """
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlparse
 
-from infra.local.iam.authorization import Authorization, Params, Place, UnknownOperation, arn
-from infra.local.iam.inference_profiles import PROFILE_DESTINATIONS
+Params = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a request is answered: its region (from its signature) and the local account."""
+
+    region: str
+    account: str
+    partition: str = "aws"
+
+
+@dataclass(frozen=True)
+class Authorization:
+    """One thing IAM must allow for a request: an action on a resource, with the request's context."""
+
+    action: str
+    resource: str
+    context: Mapping[str, str] = field(default_factory=dict)
+
+
+class UnknownOperation(Exception):  # noqa: N818 - a refusal, named for what it says
+    """The table has no row for this operation: the request is refused (fail closed)."""
+
+
+# Condition keys the table sets (besides aws:RequestedRegion, set on every request). A policy whose
+# condition names any other key cannot be evaluated here, and the gate refuses what it governs.
+SUPPLIED_CONDITION_KEYS = frozenset(
+    {"aws:requestedregion", "dynamodb:enclosingoperation", "bedrock:inferenceprofilearn"}
+)
+
+
+def arn(place: Place, service: str, resource: str, account: bool = True) -> str:
+    return f"arn:{place.partition}:{service}:{place.region}:{place.account if account else ''}:{resource}"
+
+
+# The regions a cross-region inference profile of each geography may route to (Bedrock user guide,
+# "Supported Regions and models for inference profiles"; the list differs a little per model, so a
+# policy should cover the foundation model in every region with `bedrock:*::foundation-model/...`).
+PROFILE_DESTINATIONS = {
+    "us": ("us-east-1", "us-east-2", "us-west-2"),
+    "us-gov": ("us-gov-east-1", "us-gov-west-1"),
+    "eu": ("eu-central-1", "eu-west-1", "eu-west-3", "eu-north-1"),
+    "apac": ("ap-northeast-1", "ap-northeast-2", "ap-south-1", "ap-southeast-1", "ap-southeast-2"),
+    "jp": ("ap-northeast-1", "ap-northeast-3"),
+    "au": ("ap-southeast-2", "ap-southeast-4"),
+    "ca": ("ca-central-1", "ca-west-1"),
+    "global": ("us-east-1", "us-west-2", "eu-west-1", "ap-northeast-1"),
+}
 
 # --- DynamoDB ---------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from infra.local.iam.authorization import SUPPLIED_CONDITION_KEYS, Authorization
+from infra.local.iam.actions import SUPPLIED_CONDITION_KEYS, Authorization
 
 Statement = Mapping[str, Any]
 
