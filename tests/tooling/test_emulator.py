@@ -12,7 +12,7 @@ from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError
 
 from infra.local.bedrock_emulator import BedrockEmulator
-from infra.local.bedrock_emulator.coach import CoachReply, Turn, coach_reply
+from infra.local.bedrock_emulator.coach import CoachReply
 from infra.local.bedrock_emulator.rules import (
     DUPLICATE_TOOL_NAMES,
     TOOL_CONFIG_REQUIRED,
@@ -119,27 +119,27 @@ QUESTIONS = [field.question for field in STEP_PROMPTS[OnboardingAgentType.FITNES
 
 
 def test_coach_asks_the_first_question_first() -> None:
-    assert coach_reply(SYSTEM, [Turn("user", "hi")]).endswith(QUESTIONS[0])
+    assert coach_respond(SYSTEM, [_user("hi")]).text.endswith(QUESTIONS[0])
 
 
 def test_coach_without_the_history_re_asks() -> None:
     """The point of the scripted coach: lose the history and it visibly asks again."""
-    assert coach_reply(SYSTEM, [Turn("user", "I swim")]).endswith(QUESTIONS[0])
+    assert coach_respond(SYSTEM, [_user("I swim")]).text.endswith(QUESTIONS[0])
 
 
 def test_coach_counts_already_known_fields_as_answered() -> None:
     system = render_system_prompt(
         OnboardingAgentType.FITNESS_ASSESSMENT, {"fitness_assessment": {"fitness_level": "beginner"}}
     )
-    assert coach_reply(system, [Turn("user", "hi")]).endswith(QUESTIONS[1])
+    assert coach_respond(system, [_user("hi")]).text.endswith(QUESTIONS[1])
 
 
 def test_coach_says_when_the_step_is_complete() -> None:
     known = {"fitness_level": "beginner", "current_activity": "I swim", "limitations": "none", "age_and_body": "34"}
     system = render_system_prompt(OnboardingAgentType.FITNESS_ASSESSMENT, {"fitness_assessment": known})
-    conversation = [Turn("user", "hi"), Turn("assistant", "Hi!"), Turn("user", "ok")]
+    conversation = [_user("hi"), _assistant("Hi!"), _user("ok")]
     assert (
-        coach_reply(system, conversation)
+        coach_respond(system, conversation).text
         == "Great. That's everything I need for the fitness assessment step, thank you!"
     )
 
@@ -634,7 +634,7 @@ def test_facts_are_remembered_without_a_question_to_answer(text: str, facts: lis
 def test_without_a_tool_to_call_the_coach_talks_as_before() -> None:
     for config in (_tool_config(), _tool_config("remember_fact")):
         reply = coach_respond(SYSTEM_WITH_TOOLS, [_user("hi")], config)
-        assert reply == CoachReply(coach_reply(SYSTEM_WITH_TOOLS, [Turn("user", "hi")]))
+        assert reply == coach_respond(SYSTEM_WITH_TOOLS, [_user("hi")])
 
 
 def _after(

@@ -16,6 +16,7 @@ could not be read) it answers in text. A request whose system prompt starts with
 running summary` is a summarization, answered with the updated summary.
 """
 
+import contextlib
 import hashlib
 import json
 import re
@@ -167,12 +168,6 @@ def coach_respond(
     return CoachReply("", calls)  # the words come once, after the tools answered
 
 
-def coach_reply(system: str, conversation: Sequence[Turn]) -> str:
-    """The coach without tools, from a conversation of texts."""
-    messages = [{"role": turn.role, "content": [{"text": turn.text}]} for turn in conversation]
-    return coach_respond(system, messages).text
-
-
 def _not_an_answer(text: str) -> bool:
     return (
         not text
@@ -189,7 +184,7 @@ def _filed(request: Request, text: str) -> dict[str, str]:
     the message only says it again ("the knee is my injury" of "I have a bad left knee"); an
     answer moved from the item it was filed under keeps its words there."""
     answer = talk.without_name_statements(text)
-    if _not_an_answer(answer) or talk.RECAP_REQUEST.search(answer):
+    if _not_an_answer(answer) or talk.KINDS["recap_request"].search(answer):
         return {}
     values = reading.read(answer, request.asked, request.open_items(), list(request.known))
     if reading.is_greeting(answer) and request.asked not in values:
@@ -214,7 +209,7 @@ def _plan(request: Request) -> list[Planned]:
     corrected (each under its own item), a name or a fact kept, an evasive answer parked."""
     said, tools = request.said, request.tools
     if reading.is_question(said):
-        if "answer_history" in tools.names and talk.HISTORY_REQUEST.search(said):
+        if "answer_history" in tools.names and talk.KINDS["history_request"].search(said):
             about = talk.items_asked_about(said, request.system, [*request.known_items, *tools.items])
             return [("answer_history", {"item": about[0]})] if about else []
         return []
@@ -223,7 +218,7 @@ def _plan(request: Request) -> list[Planned]:
     for text in [*_unanswered(request.messages[-1]), said]:
         if not any(name.startswith("save_") for name, _ in planned):
             planned += _filing_calls(request, _filed(request, text))
-    if not planned and request.asked and reading.EVASIVE.search(said) and "ask_for" in tools.names:
+    if not planned and request.asked and reading.KINDS["evasive"].search(said) and "ask_for" in tools.names:
         planned.append(("ask_for", {"field": request.asked}))
     if "remember_fact" in tools.names:
         planned += _facts(request, said, other=not planned)
@@ -258,9 +253,9 @@ def _facts(request: Request, text: str, other: bool) -> list[Planned]:
         if (kinds is None or kind in kinds) and (m := pattern.search(text)) is not None
     ]
     answer = talk.without_name_statements(text)
-    if other and not calls and not request.complete and talk.LIFE_FACT.search(answer) and not _not_an_answer(answer):
-        if kinds is None or "other" in kinds:
-            calls.append(("remember_fact", {"kind": "other", "value": text}))
+    fact = talk.KINDS["life_fact"].search(answer) and not _not_an_answer(answer)
+    if other and fact and not calls and not request.complete and (kinds is None or "other" in kinds):
+        calls.append(("remember_fact", {"kind": "other", "value": text}))
     return calls
 
 
@@ -269,7 +264,7 @@ def _in_words(request: Request) -> str:
     plan after onboarding, or a message that answers nothing asked; then the open question."""
     said, system, next_up = request.said, request.system, request.next_question()
     complete = request.complete
-    if talk.RECAP_REQUEST.search(said):
+    if talk.KINDS["recap_request"].search(said):
         return f"{talk.recap(system, _labelled(request.saved))} {'' if complete else next_up}".strip()
     if request.first:
         return talk.opening(system, next_up, complete)
@@ -279,7 +274,7 @@ def _in_words(request: Request) -> str:
     if reading.is_greeting(said) or reading.says_nothing(said) or reading.is_acknowledgement(said):
         name = talk.address_as(system)
         lead = (f"Hi again, {name}!" if name else "Hi again!") if reading.is_greeting(said) else "Great."
-    elif talk.NEXT_REQUEST.search(said):
+    elif talk.KINDS["next_request"].search(said):
         lead = f"Next up, your {talk.label(request.asked or 'onboarding')}:"
     elif reading.is_question(said) and (known := talk.remembered(said, system, request.tools.items)):
         lead = known
@@ -297,10 +292,10 @@ def _after_onboarding(request: Request) -> str:
     everything saved."""
     said, system = request.said, request.system
     asked = talk.items_asked_about(said, system, talk.known_items(system))
-    if reading.is_question(said) and asked and not talk.NEXT_REQUEST.search(said):
+    if reading.is_question(said) and asked and not talk.KINDS["next_request"].search(said):
         known = talk.known_items(system)
         return "From your plan: " + "; ".join(f"{talk.label(item)}: {known[item]}" for item in asked) + "."
-    if reading.is_question(said) and not talk.NEXT_REQUEST.search(said):
+    if reading.is_question(said) and not talk.KINDS["next_request"].search(said):
         return talk.remembered(said, system, ()) or "I don't have that in my notes: you haven't told me."
     return talk.complete_plan(system)
 
@@ -374,23 +369,15 @@ def _tool_use_id(messages: Sequence[Mapping[str, Any]], position: int, name: str
 
 
 def _result_payloads(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(toolUseId, JSON object) for each toolResult whose content is, or holds, a JSON object."""
+    """(toolUseId, JSON object) for each toolResult: its `json` block, or its text read as JSON."""
     payloads: list[tuple[str, dict[str, Any]]] = []
-    for block in message.get("content", []):
-        if "toolResult" not in block:
-            continue
+    for result in (block["toolResult"] for block in message.get("content", []) if "toolResult" in block):
         payload: dict[str, Any] = {}
-        for item in block["toolResult"].get("content", []):
-            if isinstance(item.get("json"), Mapping):
-                payload.update(item["json"])
-            elif isinstance(item.get("text"), str):
-                try:
-                    parsed = json.loads(item["text"])
-                except ValueError:
-                    continue
-                if isinstance(parsed, dict):
-                    payload.update(parsed)
-        payloads.append((str(block["toolResult"].get("toolUseId", "")), payload))
+        for item in result.get("content", []):
+            with contextlib.suppress(ValueError):
+                found = item["json"] if "json" in item else json.loads(str(item.get("text")))
+                payload.update(found if isinstance(found, dict) else {})
+        payloads.append((str(result.get("toolUseId", "")), payload))
     return payloads
 
 

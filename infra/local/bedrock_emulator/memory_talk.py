@@ -9,6 +9,7 @@ result in the conversation holds. So a memory that lost something shows as a coa
 
 import re
 from collections.abc import Iterable, Mapping
+from itertools import takewhile
 from typing import Any
 
 from infra.local.bedrock_emulator import reading
@@ -22,55 +23,15 @@ _LAST_CLIENT_LINE = re.compile(r"^- Client(?: said)?: (?P<said>.*)$")
 _RECAP_VALUE_CHARS = 60
 NEXT_WHEN_COMPLETE = "What would you like to work on today?"
 
-RECAP_REQUEST = re.compile(
-    r"\b(?:what do you know about me|what have i told you|summari[sz]e|recap|remind me what)\b", re.IGNORECASE
-)
-HISTORY_REQUEST = re.compile(
-    r"\b(?:when i (?:started|began)|at the start|at first|originally|used to|before|earlier|first told|"
-    r"how (?:has|have) .* changed|what did i (?:say|tell you|weigh))\b",
-    re.IGNORECASE,
-)
-NAME_QUESTION = re.compile(r"\b(?:what(?:'s|’s| is) my name|who am i|what do you call me)\b", re.IGNORECASE)
-# "what now?": the client asks for the next step, not about an item.
-NEXT_REQUEST = re.compile(
-    r"^\W*(?:(?:so|ok(?:ay)?|and|right)\W+)?(?:what now|now what|what next|what'?s next|what do i do now"
-    r"|what should i do(?: now| next| today)?|where do (?:i|we) go from here)\W*$",
-    re.IGNORECASE,
-)
-NAME_STATEMENT = re.compile(
-    r"(?:\b(?:hi|hello|hey)\b[!,.]*\s*)?(?:\bplease,?\s+)?\b(?:my name is|call me|i(?:'|’)?m called|name's)\s+"
-    r"[A-Za-z][\w'’-]*[,.!?]*",
-    re.IGNORECASE,
-)
 _TRAILING_JOIN = re.compile(r"[\s,;-]+(?:and|but|also|btw)$", re.IGNORECASE)
-# A first-person fact worth keeping (remember_fact kind "other").
-LIFE_FACT = re.compile(
-    r"\b(?:my (?:[a-z'’]+ ){0,2}(?:is|are|was|turned|started|loves|works|lives)\b|"
-    r"i (?:work|live|moved|have a|have two|have three|got a|am a|'m a)\b)",
-    re.IGNORECASE,
-)
-RESTART = re.compile(r"^\W*(?:start over|reset|new topic)\W*$", re.IGNORECASE)
-# Words of a question that say nothing about what it asks for.
-_QUESTION_WORDS = frozenset(
-    "what when where which does have about with that this your tell know again there they them from will would "  # noqa: SIM905
-    "could should just much many some anything something please want remember said told give plan".split()
-)
+KINDS = reading.KINDS
 
 
 def section(system: str, header: str) -> list[str]:
     """Lines of the block that starts with `header` and ends at a blank line."""
     lines = system.splitlines()
-    for start, line in enumerate(lines):
-        if line.startswith(header):
-            return list(_until_blank(lines[start + 1 :]))
-    return []
-
-
-def _until_blank(lines: Iterable[str]) -> Iterable[str]:
-    for line in lines:
-        if not line.strip():
-            return
-        yield line
+    start = next((index for index, line in enumerate(lines) if line.startswith(header)), len(lines))
+    return list(takewhile(str.strip, lines[start + 1 :]))
 
 
 def known_items(system: str, with_notes: bool = False) -> dict[str, str]:
@@ -113,7 +74,7 @@ def item_descriptions(tool_config: Mapping[str, Any]) -> dict[str, str]:
 
 def without_name_statements(text: str) -> str:
     """`text` without its sentences that give a name ("Call me Sam. I'm a beginner" -> the level)."""
-    left = " ".join(NAME_STATEMENT.sub(" ", text).split()).strip(" ,;-")
+    left = " ".join(KINDS["name_statement"].sub(" ", text).split()).strip(" ,;-")
     return _TRAILING_JOIN.sub("", left).strip(" ,;-")
 
 
@@ -165,7 +126,7 @@ def items_asked_about(question: str, system: str, items: Iterable[str]) -> list[
     named = reading.named_items(question, list(by_field))
     if named:
         return [by_field[named[0]]]
-    words = {w for w in re.findall(r"[a-z]{4,}", question.lower()) if w not in _QUESTION_WORDS}
+    words = {w for w in re.findall(r"[a-z]{4,}", question.lower()) if w not in reading.SETS["question_words"]}
     known = known_items(system)
     return [item for item, value in known.items() if words & set(re.findall(r"[a-z]{4,}", value.lower()))]
 
@@ -173,7 +134,7 @@ def items_asked_about(question: str, system: str, items: Iterable[str]) -> list[
 def remembered(question: str, system: str, items: Iterable[str]) -> str | None:
     """The answer from memory to a question about what the client told ("what's my name?", "what's
     my goal?"); None when it asks about nothing an item or a fact holds."""
-    if NAME_QUESTION.search(question):
+    if KINDS["name_question"].search(question):
         names = [line.partition(": ")[2] for line in about_the_client(system) if line.startswith("Name: ")]
         name = names[0] if names else address_as(system)
         return f"Your name is {name}." if name else "You haven't told me your name yet."
@@ -185,7 +146,7 @@ def remembered(question: str, system: str, items: Iterable[str]) -> str | None:
         return (f"You told me your {'; '.join(said)}." if said else "") + (
             f" You haven't told me your {', '.join(missing)} yet." if missing else ""
         )
-    words = {w for w in re.findall(r"[a-z]{4,}", question.lower()) if w not in _QUESTION_WORDS}
+    words = {w for w in re.findall(r"[a-z]{4,}", question.lower()) if w not in reading.SETS["question_words"]}
     facts = [f for f in about_the_client(system) if words & set(re.findall(r"[a-z]{4,}", f.lower()))]
     return f"You told me: {'; '.join(short(f.removeprefix('Also: ')) for f in facts)}." if facts else None
 
@@ -206,7 +167,7 @@ def after_restart(system: str) -> bool:
         for line in section(system, "Summary of the earlier conversation")
         if (m := _LAST_CLIENT_LINE.match(line))
     ]
-    return bool(said) and RESTART.match(said[-1]) is not None
+    return bool(said) and KINDS["restart"].match(said[-1]) is not None
 
 
 def greeting(system: str) -> str:

@@ -92,13 +92,7 @@ class _Handler(BaseHTTPRequestHandler):
         if delay := stand_in.embedding_delay_s:
             time.sleep(delay)
         stand_in.note("embeddings", None)
-        payload = json.dumps(answer).encode("utf-8")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("X-Amzn-Bedrock-Input-Token-Count", str(answer["inputTextTokenCount"]))
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self._json(200, answer, {"X-Amzn-Bedrock-Input-Token-Count": str(answer["inputTextTokenCount"])})
 
     def _answer(self, request: "RecordedRequest", model_id: str, operation: str, body: dict[str, Any]) -> None:
         try:
@@ -128,11 +122,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._converse_stream(reply, fault, body)
 
     def _error(self, status: int, error_type: str, message: str) -> None:
-        payload = json.dumps({"message": message}).encode("utf-8")
+        error = f"{error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/"
+        self._json(status, {"message": message}, {"x-amzn-ErrorType": error, "x-amzn-RequestId": str(uuid.uuid4())})
+
+    def _json(self, status: int, answer: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        payload = json.dumps(answer).encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("x-amzn-ErrorType", f"{error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/")
-        self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+        for name, value in {"Content-Type": "application/json", **(headers or {})}.items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
@@ -140,13 +137,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _converse(self, reply: CoachReply, body: dict[str, Any]) -> None:
         if delay := self.server.stand_in.converse_delay_s:
             time.sleep(delay)
-        usage = self.server.stand_in.note("usages", usage_of(reply, body))
-        payload = json.dumps(converse_answer(reply, usage)).encode("utf-8")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self._json(200, converse_answer(reply, self.server.stand_in.note("usages", usage_of(reply, body))))
 
     def _converse_stream(self, reply: CoachReply, fault: Fault | None, body: dict[str, Any]) -> None:
         self.send_response(200)
