@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from infra.local.bedrock_emulator.server import coach_respond
+from infra.local.bedrock_emulator.coach import coach_respond
 from onboarding.llm.prompt import render_system_prompt
 from onboarding.llm.tools import tool_definitions
 from onboarding.llm.wording import STEP_PROMPTS

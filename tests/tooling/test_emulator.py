@@ -12,14 +12,13 @@ from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError
 
 from infra.local.bedrock_emulator import BedrockEmulator
-from infra.local.bedrock_emulator.coach import CoachReply
+from infra.local.bedrock_emulator.coach import CoachReply, coach_respond
 from infra.local.bedrock_emulator.rules import (
     DUPLICATE_TOOL_NAMES,
     TOOL_CONFIG_REQUIRED,
     ConverseValidationError,
     validate_converse_request,
 )
-from infra.local.bedrock_emulator.server import coach_respond
 from onboarding.llm.event_stream import encode_event, encode_exception
 from onboarding.llm.prompt import render_system_prompt
 from onboarding.llm.wording import STEP_PROMPTS

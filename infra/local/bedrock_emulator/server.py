@@ -225,7 +225,7 @@ class BedrockEmulator(LoopbackService):
     @property
     def model_seconds(self) -> float:
         """Total time spent answering requests so far (a turn's share is the difference)."""
-        return sum(self._copy("durations"))
+        return float(sum(self._copy("durations")))
 
     @property
     def answered(self) -> int:
