@@ -137,3 +137,27 @@ def test_the_phrase_set_is_filed_where_it_belongs(path: Path) -> None:
     print(report)
     assert not misfiled, report
     assert share >= EXACT_GOAL, report
+
+
+# Small talk built of words answers use: a number, an app, a month, a diet someone else follows.
+SMALL_TALK = (
+    "message 3",
+    "my friend is vegan",
+    "my dad has diabetes",
+    "I was born in March",
+    "I work from home",
+    "I waited 20 minutes for the bus",
+    "the gym was closed today",
+    "my phone app crashed",
+    "I slept badly last night",
+    "this is my first time using an app like this",
+    "I love Christmas",
+    "that's a lot of questions",
+)
+
+
+@pytest.mark.parametrize("said", SMALL_TALK)
+def test_small_talk_is_filed_nowhere_at_any_question(said: str) -> None:
+    known, _ = _phrases()
+    misfiled = {at: found for at in ORDER if (found := filed(Phrase(at, "nothing", said, {}), known))}
+    assert misfiled == {}

@@ -43,6 +43,7 @@ class Item:
     unless: re.Pattern[str] | None = None
     closed: bool = False
     owns_clause: bool = False
+    alone: bool = False
     group: str | None = None
 
 
@@ -59,6 +60,7 @@ ITEMS: dict[str, Item] = {
         _compiled(spec.get("unless")),
         closed=spec.get("closed", False),
         owns_clause=spec.get("owns_clause", False),
+        alone=spec.get("alone", False),
         group=spec.get("group"),
     )
     for field, spec in _TABLE["items"].items()
@@ -164,16 +166,21 @@ def _candidates(text: str, fields: Collection[str], asked: str | None) -> list[_
     blocked: dict[tuple[str, int], bool] = {}  # per item and part: a long message is read once
     for field in fields:
         item = ITEMS[field]
-        for pattern in [item.says] + ([item.asked] if field == asked and item.asked is not None else []):
-            for m in pattern.finditer(text, 0, _READ_CHARS):
-                a, b = clauses[bisect_right(starts, m.start()) - 1] if starts else (m.start(), m.end())
-                if m.end() == m.start() or not a <= m.start() < b:
-                    continue
-                if item.unless is not None and (field, a) not in blocked:
-                    blocked[field, a] = item.unless.search(text[a:b]) is not None
-                if blocked.get((field, a)):
-                    continue
-                spans.add(_Span(field, a, b) if item.owns_clause else _Span(field, m.start(), m.end()))
+        found = [(m.start(), m.end(), m[0]) for m in item.says.finditer(text, 0, _READ_CHARS)]
+        if field == asked and item.asked is not None:  # part by part: ^ and $ are a part's ends
+            found += [
+                (a + m.start(), a + m.end(), m[0]) for a, b in clauses[:50] for m in item.asked.finditer(text[a:b])
+            ]
+        for start, end, said in found:
+            a, b = clauses[bisect_right(starts, start) - 1] if starts else (start, end)
+            if end == start or not a <= start < b:
+                continue
+            if (field, a) not in blocked:  # about someone else, or made something else by its words
+                other = KINDS["someone_else"].match(text[a:b]) is not None
+                blocked[field, a] = other or (item.unless is not None and item.unless.search(text[a:b]) is not None)
+            if blocked[field, a] or (item.alone and field != asked and said != text[a:b].strip()):
+                continue
+            spans.add(_Span(field, a, b) if item.owns_clause else _Span(field, start, end))
     return sorted(spans, key=lambda s: (s.start, s.end, s.field))
 
 
