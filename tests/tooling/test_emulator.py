@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.bedrock_emulator.coach import CoachReply, coach_respond
+from infra.local.bedrock_emulator.reading import corrected_value
 from infra.local.bedrock_emulator.rules import (
     DUPLICATE_TOOL_NAMES,
     TOOL_CONFIG_REQUIRED,
@@ -21,6 +22,7 @@ from infra.local.bedrock_emulator.rules import (
 )
 from onboarding.llm.event_stream import encode_event, encode_exception
 from onboarding.llm.prompt import render_system_prompt
+from onboarding.llm.tools import tool_definitions
 from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
 
@@ -115,6 +117,7 @@ def test_unknown_paths_are_404(emulator: BedrockEmulator) -> None:
 
 SYSTEM = render_system_prompt(OnboardingAgentType.FITNESS_ASSESSMENT, {})
 QUESTIONS = [field.question for field in STEP_PROMPTS[OnboardingAgentType.FITNESS_ASSESSMENT].fields]
+TARGET_Q = STEP_PROMPTS[OnboardingAgentType.GOAL_SETTING].fields[1].question
 
 
 def test_coach_asks_the_first_question_first() -> None:
@@ -724,3 +727,63 @@ def test_a_summary_request_through_langchain_is_answered_as_a_summary(emulator: 
     request_text = "Current summary:\n(none)\n\nNew messages:\nClient: I want to lose 5 kg\nCoach: By when?"
     reply = _chat(emulator).invoke([SystemMessage(SUMMARY_SYSTEM), HumanMessage(request_text)])
     assert reply.content == "- Client said: I want to lose 5 kg"
+
+
+@pytest.mark.parametrize(
+    ("field", "old", "said", "new"),
+    [
+        ("age_and_body", "34, 180 cm, 85 kg", "actually I'm 80 kg now", "34, 180 cm, 80 kg"),  # only the part given
+        (
+            "dietary_pattern",
+            "vegetarian",
+            "oh wait, I'm actually vegan not vegetarian",
+            "vegan",
+        ),  # not the one ruled out
+        ("timezone", "Europe/London", "correction: I'm in Lisbon, not London", "I'm in Lisbon"),
+        ("primary_goal", "lose fat", "sorry, my goal is to build muscle, not lose fat", "build muscle"),
+        ("limitations", "none", "the knee is my injury", "the knee"),  # the words that name the item left out
+    ],
+)
+def test_a_correction_keeps_what_it_names(field: str, old: str, said: str, new: str) -> None:
+    assert corrected_value(field, old, said) == new
+
+
+def test_an_answer_out_of_turn_leaves_the_question_asked_open() -> None:
+    """Asked for age and body (limitations still open too), the client names a condition: it is
+    filed as the limitation, and the age question, not the first open one, is asked again."""
+    asked = [_user("hi"), _assistant(QUESTIONS[3]), _user("I have asthma")]
+    reply = coach_respond(SYSTEM_WITH_TOOLS, asked, _tool_config())
+    assert _calls(reply) == [("save_fitness_assessment", {"limitations": "I have asthma", "step_complete": False})]
+    (call,) = reply.tool_calls
+    answered = [
+        *asked,
+        {"role": "assistant", "content": [_tool_use(call.tool_use_id, call.name, call.input)]},
+        {"role": "user", "content": [_tool_result(call.tool_use_id, [{"text": '{"saved": ["limitations"]}'}])]},
+    ]
+    assert coach_respond(SYSTEM_WITH_TOOLS, answered, _tool_config()).text == (
+        f"Noted your limitations: “I have asthma”. {QUESTIONS[3]}"
+    )
+
+
+def test_a_misfiled_answer_is_moved_by_a_self_correction() -> None:
+    """The memory holds an injury as the goal; "sorry, my goal is to lose fat, and the knee is my
+    injury" corrects both items, and the injury keeps the words it was said in."""
+    system = render_system_prompt(
+        OnboardingAgentType.GOAL_SETTING,
+        {
+            "fitness_assessment": {"limitations": "none"},
+            "goal_setting": {"primary_goal": "I have a bad left knee"},
+        },
+    )
+    tools = [t["function"] for t in tool_definitions(OnboardingAgentType.GOAL_SETTING, False)]
+    config = {
+        "tools": [
+            {"toolSpec": {"name": t["name"], "description": t["description"], "inputSchema": {"json": t["parameters"]}}}
+            for t in tools
+        ]
+    }
+    messages = [_user("hi"), _assistant(TARGET_Q), _user("sorry, my goal is to lose fat, and the knee is my injury")]
+    assert _calls(coach_respond(system, messages, config)) == [
+        ("correct_answer", {"item": "fitness_assessment.limitations", "value": "I have a bad left knee"}),
+        ("correct_answer", {"item": "goal_setting.primary_goal", "value": "lose fat"}),
+    ]
