@@ -739,6 +739,7 @@ def test_a_summary_request_through_langchain_is_answered_as_a_summary(emulator: 
             "oh wait, I'm actually vegan not vegetarian",
             "vegan",
         ),  # not the one ruled out
+        ("dietary_pattern", "vegan", "not vegan any more, vegetarian", "vegetarian"),
         ("timezone", "Europe/London", "correction: I'm in Lisbon, not London", "I'm in Lisbon"),
         ("primary_goal", "lose fat", "sorry, my goal is to build muscle, not lose fat", "build muscle"),
         ("limitations", "none", "the knee is my injury", "the knee"),  # the words that name the item left out
@@ -775,15 +776,33 @@ def test_a_misfiled_answer_is_moved_by_a_self_correction() -> None:
             "goal_setting": {"primary_goal": "I have a bad left knee"},
         },
     )
-    tools = [t["function"] for t in tool_definitions(OnboardingAgentType.GOAL_SETTING, False)]
-    config = {
-        "tools": [
-            {"toolSpec": {"name": t["name"], "description": t["description"], "inputSchema": {"json": t["parameters"]}}}
-            for t in tools
-        ]
-    }
     messages = [_user("hi"), _assistant(TARGET_Q), _user("sorry, my goal is to lose fat, and the knee is my injury")]
-    assert _calls(coach_respond(system, messages, config)) == [
+    assert _calls(coach_respond(system, messages, _product_tools(OnboardingAgentType.GOAL_SETTING))) == [
         ("correct_answer", {"item": "fitness_assessment.limitations", "value": "I have a bad left knee"}),
         ("correct_answer", {"item": "goal_setting.primary_goal", "value": "lose fat"}),
+    ]
+
+
+def _product_tools(step: OnboardingAgentType) -> dict[str, Any]:
+    """The product's own tools of `step`, as langchain-aws sends them (`toolConfig`)."""
+    functions = [tool["function"] for tool in tool_definitions(step, False)]
+    return {
+        "tools": [
+            {"toolSpec": {"name": f["name"], "description": f["description"], "inputSchema": {"json": f["parameters"]}}}
+            for f in functions
+        ]
+    }
+
+
+def test_where_two_readings_claim_the_same_words_the_longer_wins_over_the_item_asked() -> None:
+    """At the equipment question, "I love kettlebells" is an exercise the client loves (the whole
+    part), not their equipment (one word of it, though equipment was asked)."""
+    step = OnboardingAgentType.WORKOUT_PLANNING
+    equipment_q = STEP_PROMPTS[step].fields[2].question
+    messages = [_user("hi"), _assistant(equipment_q), _user("at home, and I love kettlebells")]
+    assert _calls(coach_respond(render_system_prompt(step, {}), messages, _product_tools(step))) == [
+        (
+            "save_workout_planning",
+            {"equipment": "at home", "exercise_preferences": "I love kettlebells", "step_complete": False},
+        )
     ]
