@@ -55,7 +55,7 @@ def _phrases(path: Path = PHRASES) -> tuple[dict[str, str], list[Phrase]]:
     return {key: str(value) for key, value in known.items()}, phrases
 
 
-def _tool_config(step: OnboardingAgentType) -> dict[str, Any]:
+def product_tools(step: OnboardingAgentType) -> dict[str, Any]:
     """The step's tools as langchain-aws sends them to Bedrock (`toolConfig.tools[].toolSpec`)."""
     functions = [tool["function"] for tool in tool_definitions(step, False)]
     return {
@@ -80,7 +80,7 @@ def filed(phrase: Phrase, known: Mapping[str, str]) -> dict[str, str]:
         {"role": "assistant", "content": [{"text": question}]},
         {"role": "user", "content": [{"text": phrase.say}]},
     ]
-    reply = coach_respond(system, messages, _tool_config(step))
+    reply = coach_respond(system, messages, product_tools(step))
     found: dict[str, str] = {}
     for call in reply.tool_calls:
         if call.name.startswith("save_"):

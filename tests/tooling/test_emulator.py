@@ -22,9 +22,9 @@ from infra.local.bedrock_emulator.rules import (
 )
 from onboarding.llm.event_stream import encode_event, encode_exception
 from onboarding.llm.prompt import render_system_prompt
-from onboarding.llm.tools import tool_definitions
 from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
+from tests.tooling.test_coach_phrases import product_tools
 
 
 def test_frames_decode_with_botocores_own_parser() -> None:
@@ -777,21 +777,10 @@ def test_a_misfiled_answer_is_moved_by_a_self_correction() -> None:
         },
     )
     messages = [_user("hi"), _assistant(TARGET_Q), _user("sorry, my goal is to lose fat, and the knee is my injury")]
-    assert _calls(coach_respond(system, messages, _product_tools(OnboardingAgentType.GOAL_SETTING))) == [
+    assert _calls(coach_respond(system, messages, product_tools(OnboardingAgentType.GOAL_SETTING))) == [
         ("correct_answer", {"item": "fitness_assessment.limitations", "value": "I have a bad left knee"}),
         ("correct_answer", {"item": "goal_setting.primary_goal", "value": "lose fat"}),
     ]
-
-
-def _product_tools(step: OnboardingAgentType) -> dict[str, Any]:
-    """The product's own tools of `step`, as langchain-aws sends them (`toolConfig`)."""
-    functions = [tool["function"] for tool in tool_definitions(step, False)]
-    return {
-        "tools": [
-            {"toolSpec": {"name": f["name"], "description": f["description"], "inputSchema": {"json": f["parameters"]}}}
-            for f in functions
-        ]
-    }
 
 
 def test_where_two_readings_claim_the_same_words_the_longer_wins_over_the_item_asked() -> None:
@@ -800,7 +789,7 @@ def test_where_two_readings_claim_the_same_words_the_longer_wins_over_the_item_a
     step = OnboardingAgentType.WORKOUT_PLANNING
     equipment_q = STEP_PROMPTS[step].fields[2].question
     messages = [_user("hi"), _assistant(equipment_q), _user("at home, and I love kettlebells")]
-    assert _calls(coach_respond(render_system_prompt(step, {}), messages, _product_tools(step))) == [
+    assert _calls(coach_respond(render_system_prompt(step, {}), messages, product_tools(step))) == [
         (
             "save_workout_planning",
             {"equipment": "at home", "exercise_preferences": "I love kettlebells", "step_complete": False},
