@@ -12,18 +12,19 @@ from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError
 
 from infra.local.bedrock_emulator import BedrockEmulator
-from infra.local.bedrock_emulator.coach import CoachReply, Turn, coach_reply
+from infra.local.bedrock_emulator.coach import CoachReply, coach_respond
+from infra.local.bedrock_emulator.reading import corrected_value
 from infra.local.bedrock_emulator.rules import (
     DUPLICATE_TOOL_NAMES,
     TOOL_CONFIG_REQUIRED,
     ConverseValidationError,
     validate_converse_request,
 )
-from infra.local.bedrock_emulator.server import coach_respond
 from onboarding.llm.event_stream import encode_event, encode_exception
 from onboarding.llm.prompt import render_system_prompt
 from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
+from tests.tooling.test_coach_phrases import product_tools
 
 
 def test_frames_decode_with_botocores_own_parser() -> None:
@@ -116,44 +117,32 @@ def test_unknown_paths_are_404(emulator: BedrockEmulator) -> None:
 
 SYSTEM = render_system_prompt(OnboardingAgentType.FITNESS_ASSESSMENT, {})
 QUESTIONS = [field.question for field in STEP_PROMPTS[OnboardingAgentType.FITNESS_ASSESSMENT].fields]
+TARGET_Q = STEP_PROMPTS[OnboardingAgentType.GOAL_SETTING].fields[1].question
 
 
 def test_coach_asks_the_first_question_first() -> None:
-    assert coach_reply(SYSTEM, [Turn("user", "hi")]).endswith(QUESTIONS[0])
-
-
-def test_coach_moves_on_once_answered_and_quotes_the_answers() -> None:
-    conversation = [
-        Turn("user", "hi"),
-        Turn("assistant", QUESTIONS[0]),
-        Turn("user", "advanced"),
-        Turn("assistant", QUESTIONS[1]),
-        Turn("user", "I swim"),
-    ]
-    reply = coach_reply(SYSTEM, conversation)
-    assert "“advanced”" in reply
-    assert "“I swim”" in reply
-    assert reply.endswith(QUESTIONS[2])
+    assert coach_respond(SYSTEM, [_user("hi")]).text.endswith(QUESTIONS[0])
 
 
 def test_coach_without_the_history_re_asks() -> None:
     """The point of the scripted coach: lose the history and it visibly asks again."""
-    assert coach_reply(SYSTEM, [Turn("user", "I swim")]).endswith(QUESTIONS[0])
+    assert coach_respond(SYSTEM, [_user("I swim")]).text.endswith(QUESTIONS[0])
 
 
 def test_coach_counts_already_known_fields_as_answered() -> None:
     system = render_system_prompt(
         OnboardingAgentType.FITNESS_ASSESSMENT, {"fitness_assessment": {"fitness_level": "beginner"}}
     )
-    assert coach_reply(system, [Turn("user", "hi")]).endswith(QUESTIONS[1])
+    assert coach_respond(system, [_user("hi")]).text.endswith(QUESTIONS[1])
 
 
 def test_coach_says_when_the_step_is_complete() -> None:
-    conversation = [Turn("user", "hi")]
-    for question in QUESTIONS:
-        conversation += [Turn("assistant", question), Turn("user", "answer")]
-    assert coach_reply(SYSTEM, conversation).endswith(
-        "That's everything I need for the fitness assessment step, thank you!"
+    known = {"fitness_level": "beginner", "current_activity": "I swim", "limitations": "none", "age_and_body": "34"}
+    system = render_system_prompt(OnboardingAgentType.FITNESS_ASSESSMENT, {"fitness_assessment": known})
+    conversation = [_user("hi"), _assistant("Hi!"), _user("ok")]
+    assert (
+        coach_respond(system, conversation).text
+        == "Great. That's everything I need for the fitness assessment step, thank you!"
     )
 
 
@@ -520,11 +509,10 @@ def test_langchain_parses_the_tool_calls(emulator: BedrockEmulator, streaming: b
     assert emulator.requests[-1].operation == ("converse-stream" if streaming else "converse")
     assert [(call["name"], call["args"]) for call in reply.tool_calls] == [
         (
-            "save_fitness_assessment",
-            {"fitness_level": "beginner. I have a bad knee injury", "step_complete": False},  # the name: a fact
+            "save_fitness_assessment",  # each part under its own item; the name is a fact, not an answer
+            {"fitness_level": "beginner", "limitations": "I have a bad knee injury", "step_complete": False},
         ),
         ("remember_fact", {"kind": "preferred_name", "value": "Sammy"}),
-        ("remember_fact", {"kind": "limitations", "value": "I have a bad knee injury"}),
     ]
     assert all(str(call["id"]).startswith("tooluse_") for call in reply.tool_calls)
 
@@ -627,8 +615,8 @@ def test_an_evasive_answer_asks_for_the_field_instead_of_saving(answer: str) -> 
     [
         ("Hi, my name is Alex", [("name", "Alex")]),
         ("please call me Al", [("preferred_name", "Al")]),
-        ("I have a torn ligament injury from skiing", [("limitations", "I have a torn ligament injury")]),
-        ("my shoulder is injured", [("limitations", "my shoulder is injured")]),
+        ("I have a torn ligament injury from skiing", []),
+        ("my shoulder is injured", []),
         ("hello there 👋", []),
         ("你好 💪", []),
         ("My name is Alexandra but call me Sasha", [("name", "Alexandra"), ("preferred_name", "Sasha")]),
@@ -640,7 +628,7 @@ def test_facts_are_remembered_without_a_question_to_answer(text: str, facts: lis
     remembered: list[tuple[str, dict[str, Any]]] = [
         ("remember_fact", {"kind": kind, "value": value}) for kind, value in facts
     ]
-    if any(kind == "limitations" for kind, _ in facts):  # also the answer to an item of this step
+    if "injur" in text:  # the answer to an item of this step (the profile keeps it from the answer)
         remembered.insert(0, ("save_fitness_assessment", {"limitations": text, "step_complete": False}))
     assert _calls(reply) == remembered
 
@@ -648,10 +636,7 @@ def test_facts_are_remembered_without_a_question_to_answer(text: str, facts: lis
 def test_without_a_tool_to_call_the_coach_talks_as_before() -> None:
     for config in (_tool_config(), _tool_config("remember_fact")):
         reply = coach_respond(SYSTEM_WITH_TOOLS, [_user("hi")], config)
-        assert reply == CoachReply(coach_reply(SYSTEM_WITH_TOOLS, [Turn("user", "hi")]))
-    # An answer with no save tool on offer is quoted, as the text-only coach does.
-    messages = [_user("hi"), _assistant(QUESTIONS[0]), _user("advanced")]
-    assert coach_respond(SYSTEM_WITH_TOOLS, messages, _tool_config("ask_for")).text.endswith(QUESTIONS[1])
+        assert reply == coach_respond(SYSTEM_WITH_TOOLS, [_user("hi")])
 
 
 def _after(
@@ -742,3 +727,71 @@ def test_a_summary_request_through_langchain_is_answered_as_a_summary(emulator: 
     request_text = "Current summary:\n(none)\n\nNew messages:\nClient: I want to lose 5 kg\nCoach: By when?"
     reply = _chat(emulator).invoke([SystemMessage(SUMMARY_SYSTEM), HumanMessage(request_text)])
     assert reply.content == "- Client said: I want to lose 5 kg"
+
+
+@pytest.mark.parametrize(
+    ("field", "old", "said", "new"),
+    [
+        ("age_and_body", "34, 180 cm, 85 kg", "actually I'm 80 kg now", "34, 180 cm, 80 kg"),  # only the part given
+        (
+            "dietary_pattern",
+            "vegetarian",
+            "oh wait, I'm actually vegan not vegetarian",
+            "vegan",
+        ),  # not the one ruled out
+        ("dietary_pattern", "vegan", "not vegan any more, vegetarian", "vegetarian"),
+        ("timezone", "Europe/London", "correction: I'm in Lisbon, not London", "I'm in Lisbon"),
+        ("primary_goal", "lose fat", "sorry, my goal is to build muscle, not lose fat", "build muscle"),
+        ("limitations", "none", "the knee is my injury", "the knee"),  # the words that name the item left out
+    ],
+)
+def test_a_correction_keeps_what_it_names(field: str, old: str, said: str, new: str) -> None:
+    assert corrected_value(field, old, said) == new
+
+
+def test_an_answer_out_of_turn_leaves_the_question_asked_open() -> None:
+    """Asked for age and body (limitations still open too), the client names a condition: it is
+    filed as the limitation, and the age question, not the first open one, is asked again."""
+    asked = [_user("hi"), _assistant(QUESTIONS[3]), _user("I have asthma")]
+    reply = coach_respond(SYSTEM_WITH_TOOLS, asked, _tool_config())
+    assert _calls(reply) == [("save_fitness_assessment", {"limitations": "I have asthma", "step_complete": False})]
+    (call,) = reply.tool_calls
+    answered = [
+        *asked,
+        {"role": "assistant", "content": [_tool_use(call.tool_use_id, call.name, call.input)]},
+        {"role": "user", "content": [_tool_result(call.tool_use_id, [{"text": '{"saved": ["limitations"]}'}])]},
+    ]
+    assert coach_respond(SYSTEM_WITH_TOOLS, answered, _tool_config()).text == (
+        f"Noted your limitations: “I have asthma”. {QUESTIONS[3]}"
+    )
+
+
+def test_a_misfiled_answer_is_moved_by_a_self_correction() -> None:
+    """The memory holds an injury as the goal; "sorry, my goal is to lose fat, and the knee is my
+    injury" corrects both items, and the injury keeps the words it was said in."""
+    system = render_system_prompt(
+        OnboardingAgentType.GOAL_SETTING,
+        {
+            "fitness_assessment": {"limitations": "none"},
+            "goal_setting": {"primary_goal": "I have a bad left knee"},
+        },
+    )
+    messages = [_user("hi"), _assistant(TARGET_Q), _user("sorry, my goal is to lose fat, and the knee is my injury")]
+    assert _calls(coach_respond(system, messages, product_tools(OnboardingAgentType.GOAL_SETTING))) == [
+        ("correct_answer", {"item": "fitness_assessment.limitations", "value": "I have a bad left knee"}),
+        ("correct_answer", {"item": "goal_setting.primary_goal", "value": "lose fat"}),
+    ]
+
+
+def test_where_two_readings_claim_the_same_words_the_longer_wins_over_the_item_asked() -> None:
+    """At the equipment question, "I love kettlebells" is an exercise the client loves (the whole
+    part), not their equipment (one word of it, though equipment was asked)."""
+    step = OnboardingAgentType.WORKOUT_PLANNING
+    equipment_q = STEP_PROMPTS[step].fields[2].question
+    messages = [_user("hi"), _assistant(equipment_q), _user("at home, and I love kettlebells")]
+    assert _calls(coach_respond(render_system_prompt(step, {}), messages, product_tools(step))) == [
+        (
+            "save_workout_planning",
+            {"equipment": "at home", "exercise_preferences": "I love kettlebells", "step_complete": False},
+        )
+    ]

@@ -95,10 +95,10 @@ async def test_an_answer_typed_decomposed_or_composed_is_stored_identically(
     assert said["a"] == said["b"]
     memories = {user: store.conversations.load_memory(user) for user in "ab"}
     answers = {
-        user: memory.state.agent_context["fitness_assessment"]["fitness_level"]["value"]
+        user: memory.state.agent_context["fitness_assessment"]["current_activity"]["value"]
         for user, memory in memories.items()
     }
-    assert answers["a"] == answers["b"] == f"beginner, I run to the {COMPOSED} twice a week"
+    assert answers["a"] == answers["b"] == f"I run to the {COMPOSED} twice a week"
     assert memories["a"].profile.preferred_name == memories["b"].profile.preferred_name == "Ren\u00e9e"
     assert unicodedata.is_normalized("NFC", answers["a"])
 

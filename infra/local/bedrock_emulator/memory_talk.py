@@ -1,96 +1,51 @@
-"""What the scripted coach says about its memory: the name it uses, recaps, corrections, the history
-of an answer and answers from the saved plan, all read from the request it was sent.
+"""What the scripted coach says about its memory: the name it uses, recaps, greetings, the history
+of an answer, answers to "what's my name?" and "what's my goal?", and after onboarding the plan
+and the next step, all read from the request it was sent.
 
 Nothing here remembers anything between requests: a value the coach says is a value the prompt (the
 system prompt's `Already known`, `About the client` and `Address the client as` lines) or a tool
 result in the conversation holds. So a memory that lost something shows as a coach that says so.
-
-The coach finds which answer a message is about by shared words with the answer's name, what the
-correction tool says the item is, and its current value (a stem is a word's first five letters:
-"weigh" finds "weight"). That is a stand-in for a model's understanding, good enough for messages
-that name what they talk about ("my weight", "my training days").
 """
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from itertools import takewhile
 from typing import Any
 
-from infra.local.bedrock_emulator.stop_words import STOP_WORDS
+from infra.local.bedrock_emulator import reading
 
 _KNOWN_ITEM = re.compile(r"^- (?P<item>[a-z_]+\.[a-z_]+): (?P<value>.+?)(?: \((?:told|corrected) [^)]*\))?$")
 _ADDRESS = re.compile(r"^Address the client as (?P<name>.+)\.$", re.MULTILINE)
 _RETURNING = re.compile(r"^Returning client: ", re.MULTILINE)
-_NEXT_QUESTION = re.compile(r"say what comes next: ask “(?P<question>[^”]+)”")
 _STEP_TITLE = re.compile(r"^Current step: (?P<title>[^.]+)\.", re.MULTILINE)
-NEXT_WHEN_COMPLETE = "What would you like to work on today?"
 _ITEM_GLOSS = re.compile(r"(?P<item>[a-z_]+\.[a-z_]+) \((?P<about>[^)]*)\)")
-_WORD = re.compile(r"[a-z0-9]+")
+_LAST_CLIENT_LINE = re.compile(r"^- Client(?: said)?: (?P<said>.*)$")
+_RECAP_VALUE_CHARS = 60
+NEXT_WHEN_COMPLETE = "What would you like to work on today?"
 
-NAME_STATEMENT = re.compile(
-    r"(?:\b(?:hi|hello|hey)\b[!,.]*\s*)?(?:\bplease,?\s+)?\b(?:my name is|call me|i(?:'|’)?m called|name's)\s+"
-    r"[A-Za-z][\w'’-]*[,.!?]*",
-    re.IGNORECASE,
-)
-# What joined the name to the rest ("beginner, and my name is Sam" -> "beginner").
 _TRAILING_JOIN = re.compile(r"[\s,;-]+(?:and|but|also|btw)$", re.IGNORECASE)
-RECAP_REQUEST = re.compile(
-    r"\b(?:what do you know about me|what have i told you|summari[sz]e|recap|remind me what)\b", re.IGNORECASE
-)
-HISTORY_REQUEST = re.compile(
-    r"\b(?:when i (?:started|began)|at the start|at first|originally|used to|before|earlier|first told|"
-    r"how (?:has|have) .* changed|what did i (?:say|tell you|weigh))\b",
-    re.IGNORECASE,
-)
-CORRECTION = re.compile(
-    r"\b(?:actually|update|correction|changed?|change of plan|instead|no longer|anymore|switched|these days)\b",
-    re.IGNORECASE,
-)
-# A remark beside the conversation ("By the way, my dog is called Biscuit"): never an answer.
-SIDE_REMARK = re.compile(r"^\s*(?:by the way|btw|fun fact|unrelated|side note)\b", re.IGNORECASE)
-# A first-person fact worth keeping (remember_fact kind "other").
-LIFE_FACT = re.compile(
-    r"\b(?:my (?:[a-z'’]+ ){0,2}(?:is|are|was|turned|started|loves|works|lives)\b|"
-    r"i (?:work|live|moved|have a|have two|have three|got a|am a|'m a)\b)",
-    re.IGNORECASE,
-)
+KINDS = reading.KINDS
 
 
-def stems(text: str) -> set[str]:
-    """The words of `text` that carry meaning, each cut to its first five letters."""
-    return {
-        word[:5]
-        for word in _WORD.findall(text.lower().replace("_", " "))
-        if word not in STOP_WORDS and not word.isdigit()
-    }
-
-
-def _section(system: str, header: str) -> list[str]:
+def section(system: str, header: str) -> list[str]:
+    """Lines of the block that starts with `header` and ends at a blank line."""
     lines = system.splitlines()
-    for start, line in enumerate(lines):
-        if line.startswith(header):
-            return list(_until_blank(lines[start + 1 :]))
-    return []
-
-
-def _until_blank(lines: Iterable[str]) -> Iterable[str]:
-    for line in lines:
-        if not line.strip():
-            return
-        yield line
+    start = next((index for index, line in enumerate(lines) if line.startswith(header)), len(lines))
+    return list(takewhile(str.strip, lines[start + 1 :]))
 
 
 def known_items(system: str, with_notes: bool = False) -> dict[str, str]:
     """`step.field: value` of the system prompt's `Already known` (the day it was said left out;
     notes about an item the client could not answer, "(...)", only `with_notes`)."""
     found: dict[str, str] = {}
-    for line in _section(system, "Already known"):
+    for line in section(system, "Already known"):
         if (match := _KNOWN_ITEM.match(line)) is not None and (with_notes or not match["value"].startswith("(")):
             found[match["item"]] = match["value"]
     return found
 
 
 def about_the_client(system: str) -> list[str]:
-    lines = [line.removeprefix("- ") for line in _section(system, "About the client") if line.startswith("- ")]
+    lines = [line.removeprefix("- ") for line in section(system, "About the client") if line.startswith("- ")]
     return [line for line in lines if line != "nothing yet"]
 
 
@@ -100,10 +55,6 @@ def address_as(system: str) -> str | None:
 
 def is_returning(system: str) -> bool:
     return _RETURNING.search(system) is not None
-
-
-def returning_next_question(system: str) -> str | None:
-    return match["question"] if (match := _NEXT_QUESTION.search(system)) is not None else None
 
 
 def is_complete(system: str) -> bool:
@@ -116,27 +67,14 @@ def item_descriptions(tool_config: Mapping[str, Any]) -> dict[str, str]:
         spec = tool.get("toolSpec", {})
         if spec.get("name") == "correct_answer":
             item = spec.get("inputSchema", {}).get("json", {}).get("properties", {}).get("item", {})
-            return {m["item"]: m["about"] for m in _ITEM_GLOSS.finditer(str(item.get("description", "")))}
+            glosses = _ITEM_GLOSS.finditer(str(item.get("description", "")))
+            return {m["item"]: m["about"] for m in glosses if m["item"].split(".")[1] in reading.ITEMS}
     return {}
-
-
-def items_about(text: str, candidates: Mapping[str, str], descriptions: Mapping[str, str]) -> list[str]:
-    """The items `text` talks about, best first: those sharing the most words with the item's name,
-    its description and `candidates`' value for it; [] when none shares a word."""
-    said = stems(text)
-    scores: dict[str, int] = {}
-    for item in {*candidates, *descriptions}:
-        words = stems(item.split(".", 1)[-1]) | stems(descriptions.get(item, "")) | stems(candidates.get(item, ""))
-        if shared := len(said & words):
-            scores[item] = shared
-    best = max(scores.values(), default=0)
-    order = [*candidates, *(item for item in descriptions if item not in candidates)]
-    return [item for item in order if best and scores.get(item) == best]
 
 
 def without_name_statements(text: str) -> str:
     """`text` without its sentences that give a name ("Call me Sam. I'm a beginner" -> the level)."""
-    left = " ".join(NAME_STATEMENT.sub(" ", text).split()).strip(" ,;-")
+    left = " ".join(KINDS["name_statement"].sub(" ", text).split()).strip(" ,;-")
     return _TRAILING_JOIN.sub("", left).strip(" ,;-")
 
 
@@ -144,17 +82,14 @@ def label(item: str) -> str:
     return item.split(".", 1)[-1].replace("_", " ")
 
 
-_RECAP_VALUE_CHARS = 60
-
-
-def _short(value: str) -> str:
+def short(value: str) -> str:
     flat = " ".join(value.split())
     return flat if len(flat) <= _RECAP_VALUE_CHARS else flat[: _RECAP_VALUE_CHARS - 1] + "…"
 
 
 def recap(system: str, saved: Mapping[str, str] | None = None, names: bool = True) -> str:
-    """What the prompt says is known about the client, in one line: each thing once (a profile
-    line that repeats an answer is left out) and each value cut short (a pasted page stays out)."""
+    """Everything the prompt says is known about the client, in one line: each thing once (a
+    profile line that repeats an answer is left out) and each value cut short."""
     known = {**{label(item): value for item, value in known_items(system).items()}, **(saved or {})}
     values = {" ".join(value.split()).casefold() for value in known.values()}
     parts: list[str] = []
@@ -164,8 +99,8 @@ def recap(system: str, saved: Mapping[str, str] | None = None, names: bool = Tru
             continue  # the answer below says it
         if not names and name.casefold() in ("name", "preferred name"):
             continue  # the greeting says it
-        parts.append(f"{name}: {_short(value)}" if value else _short(line))
-    parts += [f"{name}: {_short(value)}" for name, value in known.items()]
+        parts.append(f"{name}: {short(value)}" if value else short(line))
+    parts += [f"{name}: {short(value)}" for name, value in known.items()]
     if not parts:
         return "I don't have anything about you in my notes yet."
     return "Here's what I have: " + "; ".join(dict.fromkeys(parts)) + "."
@@ -184,22 +119,44 @@ def history_reply(payload: Mapping[str, Any]) -> str:
     return f"{now}. Before that: {said}."
 
 
-def plan_reply(text: str, system: str, descriptions: Mapping[str, str], question: bool) -> str:
-    """After onboarding: answer from the saved plan what the message asks about."""
+def items_asked_about(question: str, system: str, items: Iterable[str]) -> list[str]:
+    """The items (`step.field`) a question asks about: those it names ("my goal", "which days"),
+    else those whose known value shares a word with it ("anything to watch for my knee?")."""
+    by_field = {item.split(".", 1)[-1]: item for item in items}
+    named = reading.named_items(question, list(by_field))
+    if named:
+        return [by_field[named[0]]]
+    words = {w for w in re.findall(r"[a-z]{4,}", question.lower()) if w not in reading.SETS["question_words"]}
     known = known_items(system)
-    about = items_about(text, known, descriptions)
-    matched = [item for item in about if item in known][:3]
-    if matched:
-        return "From your plan: " + "; ".join(f"{label(item)}: {known[item]}" for item in matched) + "."
-    if question:
-        return "I don't have that in my notes: you haven't told me."
-    pieces = [f"{label(item)}: {value}" for item, value in list(known.items())[:3]]
-    plan = f" Your plan so far: {'; '.join(pieces)}." if pieces else ""
-    return f"Noted.{plan} What would you like to work on next?"
+    return [item for item, value in known.items() if words & set(re.findall(r"[a-z]{4,}", value.lower()))]
 
 
-_LAST_CLIENT_LINE = re.compile(r"^- Client(?: said)?: (?P<said>.*)$")
-RESTART = re.compile(r"^\W*(?:start over|reset|new topic)\W*$", re.IGNORECASE)
+def remembered(question: str, system: str, items: Iterable[str]) -> str | None:
+    """The answer from memory to a question about what the client told ("what's my name?", "what's
+    my goal?"); None when it asks about nothing an item or a fact holds."""
+    if KINDS["name_question"].search(question):
+        names = [line.partition(": ")[2] for line in about_the_client(system) if line.startswith("Name: ")]
+        name = names[0] if names else address_as(system)
+        return f"Your name is {name}." if name else "You haven't told me your name yet."
+    known = known_items(system)
+    asked = items_asked_about(question, system, [*known, *items])
+    if asked:
+        said = [f"{label(item)}: “{short(known[item])}”" for item in asked if item in known]
+        missing = [label(item) for item in asked if item not in known]
+        return (f"You told me your {'; '.join(said)}." if said else "") + (
+            f" You haven't told me your {', '.join(missing)} yet." if missing else ""
+        )
+    words = {w for w in re.findall(r"[a-z]{4,}", question.lower()) if w not in reading.SETS["question_words"]}
+    facts = [f for f in about_the_client(system) if words & set(re.findall(r"[a-z]{4,}", f.lower()))]
+    return f"You told me: {'; '.join(short(f.removeprefix('Also: ')) for f in facts)}." if facts else None
+
+
+def next_step(system: str) -> str:
+    """After onboarding, the plain next step, from the saved plan."""
+    plan = {label(item): short(value) for item, value in known_items(system).items()}
+    days = f" on your training days ({plan['training days']})" if "training days" in plan else ""
+    check = f"; I'll check in as you asked ({plan['check ins']})" if "check ins" in plan else ""
+    return f"Next step: start your first week of training{days}{check}."
 
 
 def after_restart(system: str) -> bool:
@@ -207,14 +164,10 @@ def after_restart(system: str) -> bool:
     before it, in the summary), not after a gap: no "welcome back" seconds later."""
     said = [
         m["said"]
-        for line in _section(system, "Summary of the earlier conversation")
+        for line in section(system, "Summary of the earlier conversation")
         if (m := _LAST_CLIENT_LINE.match(line))
     ]
-    return bool(said) and RESTART.match(said[-1]) is not None
-
-
-def knows_anything(system: str) -> bool:
-    return bool(known_items(system) or about_the_client(system))
+    return bool(said) and KINDS["restart"].match(said[-1]) is not None
 
 
 def greeting(system: str) -> str:
@@ -230,14 +183,22 @@ def opening(system: str, next_up: str, complete: bool) -> str:
     about; a returning client is greeted by what is true (with a recap after a gap); a client
     whose onboarding is under way goes on with it."""
     step = match["title"].lower() if (match := _STEP_TITLE.search(system)) else "onboarding"
-    if not knows_anything(system):
+    if not (known_items(system) or about_the_client(system)):
         return f"Hi, I'm your coach! Let's start with your {step}. {next_up}"
     if is_returning(system) and not after_restart(system):
         follow = NEXT_WHEN_COMPLETE if complete else next_up
         return f"{greeting(system)} {recap(system, names=False)} {follow}"
+    if complete:
+        return f"{greeting(system) if is_returning(system) else 'Hi!'} {complete_plan(system)}"
     if is_returning(system):
-        return f"{greeting(system)} Let's pick up your {step}. {'' if complete else next_up}".strip()
-    return f"Hi! Let's carry on with your {step}. {'' if complete else next_up}".strip()
+        return f"{greeting(system)} Let's pick up your {step}. {next_up}"
+    return f"Hi! Let's carry on with your {step}. {next_up}"
+
+
+def complete_plan(system: str) -> str:
+    """What a client who finished onboarding hears when they ask what now, or say hello: the next
+    step, then everything saved."""
+    return f"Your onboarding is complete. {next_step(system)} {recap(system, names=False)}"
 
 
 def with_name(system: str, text: str) -> str:
@@ -249,7 +210,3 @@ def with_name(system: str, text: str) -> str:
         return name
     keeps_capital = text.startswith(("I ", "I'", "I’")) or text[:2].isupper()
     return f"{name}, {text if keeps_capital else text[0].lower() + text[1:]}"
-
-
-def quote_items(items: Sequence[str]) -> str:
-    return ", ".join(label(item) for item in items)

@@ -1,166 +1,123 @@
 """How the scripted coach reads one client message: what kind of message it is (a greeting, a
-question, a request, a bare yes or no, an acknowledgement, or something that may answer an item),
-which onboarding items it plausibly answers, and what a correction changes in a compound answer.
+question, a request, a bare yes or no, an acknowledgement, an answer put off), and which onboarding
+items it answers, each with its own part of the message (docs/decisions/0024-local-coach.md).
 
-A stand-in for a model's understanding, written down as rules (docs/decisions/0024-local-coach.md):
-each item has a few words or shapes an answer to it contains. Items with a closed set of answers
-(a level, a number of days, a time zone) accept only those; open items (a motivation, what the
-client likes) accept any message that says something. Nothing here reads the memory: the coach
-gets the items and values from the prompt it is sent.
+A stand-in for a model's understanding, written down as one table (reading.toml): per item, what an
+answer to it contains anywhere, what answers it only right after it was asked (a bare "no", a bare
+number), what makes a match something else, and the words that name it. A message is read as a
+careful person reads it: every item it answers, each part under its own item; an item already known
+only when the message corrects it or answers nothing else; where two readings claim the same words,
+the longer one wins, then the item just asked; a message that answers nothing files nothing.
+Nothing here reads the memory: the caller says which items are asked, open and known.
 """
 
 import re
-from collections.abc import Iterable, Mapping
+import tomllib
+from bisect import bisect_right
+from collections.abc import Collection
 from dataclasses import dataclass
+from difflib import get_close_matches
+from pathlib import Path
 
-_DAY = r"(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?s?"
-_NUMBER = r"(?:\d+|one|two|three|four|five|six|seven|once|twice)"
+_TABLE = tomllib.loads(Path(__file__).with_name("reading.toml").read_text(encoding="utf-8"))
+_WORDS: dict[str, str] = {}
+
+
+def _pattern(written: str) -> str:
+    """A pattern of the table: its lines joined, each <name> replaced by that word list."""
+    joined = "".join(line.strip() for line in written.splitlines())
+    return re.sub(r"<([a-z_]+)>", lambda m: f"(?:{_WORDS[m[1]]})", joined)
+
+
+for _name, _written in _TABLE["words"].items():
+    _WORDS[_name] = _pattern(_written)
 
 
 @dataclass(frozen=True)
-class ItemShape:
-    """What an answer to one item contains; `strict`: nothing else answers it."""
+class Item:
+    """What an answer to one item looks like (reading.toml says what each part means)."""
 
-    pattern: re.Pattern[str]
-    strict: bool
+    says: re.Pattern[str]
+    names: re.Pattern[str]
+    asked: re.Pattern[str] | None = None
+    unless: re.Pattern[str] | None = None
+    closed: bool = False
+    owns_clause: bool = False
+    alone: bool = False
+    group: str | None = None
 
 
-def _shape(pattern: str, strict: bool) -> ItemShape:
-    return ItemShape(re.compile(pattern, re.IGNORECASE), strict)
+def _compiled(written: str | None) -> re.Pattern[str] | None:
+    return None if written is None else re.compile(_pattern(written), re.IGNORECASE)
 
 
 # Keyed by the item's field name (the prompt's `Collect` list and the save tools use the same keys).
-SHAPES: dict[str, ItemShape] = {
-    "fitness_level": _shape(r"\b(?:beginner|novice|intermediate|advanced|unfit|out of shape|very fit|fit)\b", True),
-    "current_activity": _shape(
-        rf"\b(?:run|runs|running|jog\w*|walk\w*|gym|swim\w*|cycl\w*|bike|yoga|pilates|lift\w*|train\w*|"
-        rf"sport|football|tennis|dance|hike|nothing|none|no exercise|{_NUMBER} times?|every day|daily)\b",
-        False,
-    ),
-    "limitations": _shape(
-        r"\b(?:injur\w*|pain\w*|knee|back|shoulder|ankle|hip|wrist|neck|asthma|diabet\w*|condition\w*|hurts?|"
-        r"sore|surgery|pregnan\w*|heart|blood pressure|none|nothing|no)\b",
-        False,
-    ),
-    "age_and_body": _shape(
-        r"\b\d{2,3}\s*(?:kg|kgs|kilos?|lbs?|pounds|cm|years?|y/?o)\b|\b\d{2}\s*,|\b[1-2]\.\d{1,2}\s*m\b|"
-        r"\b\d'\d{1,2}|\bI(?:'| a)?m \d{2}\b",
-        True,
-    ),
-    "primary_goal": _shape(
-        r"\b(?:lose|losing|build|gain|fitter|muscle|fat|strong\w*|marathon|\d+k|tone|health\w*|weight|run)\b", False
-    ),
-    "target": _shape(r"\d|\b(?:bodyweight|pull-?ups?|push-?ups?|marathon|size)\b", False),
-    "timeline": _shape(
-        r"\b(?:by|within|before|until|in (?:\d+|a|one|two|three|four|five|six|a few) \w+)\b|"
-        r"\b\d+\s*(?:weeks?|months?|years?)\b|\b(?:summer|winter|spring|autumn|christmas|birthday|"
-        r"january|february|march|april|may|june|july|august|september|october|november|december|asap|"
-        r"next (?:week|month|year))\b",
-        True,
-    ),
-    "motivation": _shape(r"\b(?:because|so (?:that|i)|want|wedding|kids|health|doctor|feel|confiden\w*)\b", False),
-    "days_per_week": _shape(rf"\b{_NUMBER}\s*(?:days?|times?|x)\b|^\s*\d\s*$|\bevery day\b", True),
-    "session_length": _shape(r"\b\d+\s*(?:min\w*|h|hours?|hrs?)\b|\b(?:half an hour|an hour|hour)\b", True),
-    "equipment": _shape(
-        r"\b(?:home|gym|dumbbells?|bands?|kettlebells?|barbell|bench|mat|nothing|none|bodyweight|park|garage|"
-        r"outside|treadmill|bike|equipment)\b",
-        False,
-    ),
-    "exercise_preferences": _shape(r"\b(?:love|hate|avoid|enjoy|like|prefer|no|not|never|favou?rite)\b", False),
-    "dietary_pattern": _shape(
-        r"\b(?:vegetarian|vegan|halal|kosher|keto|paleo|pescatarian|omnivore|flexitarian|mediterranean|"
-        r"gluten|everything|anything|no particular|nothing special|normal|none|no)\b",
-        True,
-    ),
-    "allergies": _shape(
-        r"\b(?:allerg\w*|intoleran\w*|lactose|gluten|dairy|nuts?|peanuts?|shellfish|eggs?|soy|wheat|"
-        r"none|nothing|no)\b",
-        True,
-    ),
-    "meals_per_day": _shape(rf"\b{_NUMBER}\b|\bmeals?\b", True),
-    "cooking": _shape(r"\b(?:cook\w*|\d+\s*min\w*|hours?|quick|little|no time|meal prep|batch)\b", False),
-    "training_days": _shape(rf"\b(?:{_DAY}|weekends?|weekdays?|every day|daily)\b", True),
-    "training_time": _shape(
-        r"\b(?:morning|evening|afternoon|lunch\w*|noon|night|\d{1,2}\s*(?:am|pm)|\d{1,2}:\d{2}|"
-        r"before work|after work|early|late)\b",
-        True,
-    ),
-    "timezone": _shape(
-        r"\b(?:utc|gmt|[a-z]+/[a-z_]+|[ecmp][sd]t|cet|cest|bst|ist|jst|aest|time ?zone|london|lisbon|paris|"
-        r"berlin|madrid|new york|chicago|los angeles|tokyo|sydney|singapore|toronto)\b|[+-]\d{1,2}(?::?\d{2})?\b",
-        True,
-    ),
-    "check_ins": _shape(
-        r"\b(?:daily|weekly|every|once|twice|sms|text\w*|app|monthly|mornings?|evenings?|sundays?|mondays?)\b",
-        True,
-    ),
+ITEMS: dict[str, Item] = {
+    field: Item(
+        re.compile(_pattern(spec["says"]), re.IGNORECASE),
+        re.compile(_pattern(spec["names"]), re.IGNORECASE),
+        _compiled(spec.get("asked")),
+        _compiled(spec.get("unless")),
+        closed=spec.get("closed", False),
+        owns_clause=spec.get("owns_clause", False),
+        alone=spec.get("alone", False),
+        group=spec.get("group"),
+    )
+    for field, spec in _TABLE["items"].items()
 }
-
-# Greetings and farewells in the languages most clients write in: a greeting answers no item.
-_GREETING_WORDS = (
-    "hi|hello|hey|hiya|howdy|yo|morning|evening|afternoon|good morning|good evening|good afternoon|"
-    "hola|buenas|bonjour|salut|coucou|hallo|servus|moin|ciao|salve|olá|ola|oi|hej|hei|moi|ahoj|cześć|"
-    "czesc|szia|merhaba|selam|namaste|namaskar|salaam|salam|shalom|sawubona|jambo|habari|xin chào|"
-    "kamusta|halo|apa kabar|sawasdee|привет|здравствуйте|добрый день|вітаю|привіт|γεια|γειά σου|"
-    "你好|您好|嗨|哈囉|こんにちは|こんばんは|おはよう|안녕|안녕하세요|مرحبا|السلام عليكم|سلام|שלום|नमस्ते|"
-    "হ্যালো|வணக்கம்|สวัสดี"
+# A goal with an amount also gives the target ("lose 5 kg"): the two may share words.
+_NESTED = {("primary_goal", "target"), ("target", "primary_goal")}
+_AMOUNT = re.compile(_WORDS["amount"], re.IGNORECASE)
+# What kind of message it is (a question, an answer put off, a correction ...), and word lists.
+KINDS = {name: re.compile(_pattern(written), re.IGNORECASE) for name, written in _TABLE["kinds"].items()}
+SETS = {name: frozenset(words.split()) for name, words in _TABLE["sets"].items()}
+_CLAUSE_BREAK = re.compile(
+    r"[,.;!?]+\s*|\s+(?:and|but|though|although|plus|also|btw|by the way|except)\b\s*|\s*(?:—|–|\s-\s)\s*", re.I
 )
-_GREETING = re.compile(rf"(?<![\w])(?:{_GREETING_WORDS})(?![\w])", re.IGNORECASE)
-_FILLER = re.compile(r"(?<![\w])(?:there|coach|again|everyone|all|guys|friend|it's me|its me|sir|madam)(?![\w])")
-# What is left of a greeting once its words, names and emoji are gone: punctuation and spaces.
+_GREETING = re.compile(rf"(?<![\w])(?:{_WORDS['greeting']})(?![\w])", re.IGNORECASE)
 _NOT_WORDS = re.compile(r"[\W_]+", re.UNICODE)
-
-_QUESTION_START = re.compile(
-    r"^\s*(?:what|what's|whats|when|where|which|who|why|how|is|are|am|do|does|did|can|could|should|would|"
-    r"will|may|shall)\b",
-    re.IGNORECASE,
+_NOT_PART = re.compile(r",?\s+not\s+[^,.;]*$", re.IGNORECASE)
+# The words a message names an item with, around its answer ("my goal is X", "X is my injury").
+_NAMED_FIRST = r"^\W*(?:my\s+)?(?:{names})\s*(?:is|are|was|:|=|to)\s+(?:to\s+)?(?P<value>.+)$"
+_NAMED_LAST = r"^\W*(?P<value>.+?)\s+(?:is|are)\s+my\s+(?:{names})\W*$"
+# The body parts a correction can change on their own, each with its shape.
+_PARTS = (
+    re.compile(r"\b\d{2,3}(?:[.,]\d)?\s*(?:kg|kgs|kilos?|lbs?|pounds|stone)\b", re.IGNORECASE),
+    re.compile(r"\b\d{3}\s*cm\b|\b[1-2][.,]\d{1,2}\s*m\b|\b\d'\d{1,2}\"?", re.IGNORECASE),
+    re.compile(r"(?<![\d.])\b\d{2}\b(?!\s*(?:kg|kgs|kilos?|lbs?|pounds|stone|cm|m\b|[.,]\d))", re.IGNORECASE),
 )
-_REQUEST = re.compile(
-    r"^\s*(?:(?:please|pls|ok|okay|so)[,\s]+)?(?:can you|could you|would you|will you|tell me|show me|remind me|"
-    r"give me|help me|explain|list|repeat|let's|lets|i want you to|i'd like you to)\b",
-    re.IGNORECASE,
-)
-_YES_NO = re.compile(
-    r"^\s*(?:yes|yeah|yep|yup|sure|no|nope|nah|maybe|ok|okay)\s*[.!]*\s*$",
-    re.IGNORECASE,
-)
-_ACKNOWLEDGEMENTS = frozenset(
-    "ok okay k kk thanks thank you thx ty cheers cool great nice sure alright got it sounds good perfect awesome "  # noqa: SIM905
-    "fine right".split()
-)
-_ACK_MAX_WORDS = 3
+_WORD = re.compile(r"[A-Za-z]{5,}")
+_READ_CHARS = 1000  # a pasted page is read by its beginning (where its answers are), and read fast
 
 
 def is_greeting(text: str) -> bool:
     """Only a greeting (in any of the languages above, with a name, "coach" or emoji around it)."""
     if _GREETING.search(text) is None:
         return False
-    left = _FILLER.sub(" ", _GREETING.sub(" ", text).lower())
+    left = KINDS["filler"].sub(" ", _GREETING.sub(" ", text).lower())
     words = [w for w in _NOT_WORDS.split(left) if w]
-    # What may stand beside it: a name ("Hi Sam"), "coach", emoji; not "Hi, I'm a beginner" or
-    # "early morning" (a time of day that answers a question).
     names = [w for w in _NOT_WORDS.split(_GREETING.sub(" ", text)) if w[:1].isupper()]
     return not words or (len(words) == 1 and len(names) == 1)
 
 
 def is_question(text: str) -> bool:
     """It asks something back ("Is coffee okay?", "what do you know about me"): not an answer."""
-    return text.rstrip().endswith("?") or (_QUESTION_START.match(text) is not None and len(text.split()) > 2)
+    return text.rstrip().endswith("?") or (KINDS["question_start"].match(text) is not None and len(text.split()) > 2)
 
 
 def is_request(text: str) -> bool:
     """It asks the coach to do something ("tell me my plan", "can you recap"): not an answer."""
-    return _REQUEST.match(text) is not None
+    return KINDS["request"].match(text) is not None
 
 
 def is_yes_or_no(text: str) -> bool:
-    return _YES_NO.match(text) is not None
+    return KINDS["yes_no"].match(text) is not None
 
 
 def is_acknowledgement(text: str) -> bool:
     words = [word.strip(".,!?;:'\"“”‘’()").lower() for word in text.split()]
     words = [word for word in words if word]
-    return len(words) <= _ACK_MAX_WORDS and all(word in _ACKNOWLEDGEMENTS for word in words)
+    return 0 < len(words) <= 3 and all(word in SETS["acknowledgements"] for word in words)
 
 
 def says_nothing(text: str) -> bool:
@@ -168,78 +125,161 @@ def says_nothing(text: str) -> bool:
     return not any(character.isalnum() for character in text)
 
 
-def yes_no_item(question: str) -> bool:
-    """A question a bare "no" answers ("Do you have any injuries ...?")."""
-    return re.match(r"^\s*(?:do|does|are|is|have|any)\b", question, re.IGNORECASE) is not None
+def _spelled(text: str) -> str:
+    def fix(match: re.Match[str]) -> str:
+        word = match.group(0)
+        close = get_close_matches(word.lower(), SETS["spellings"], n=1, cutoff=0.8)
+        return close[0] if close and close[0][0] == word[0].lower() and close[0] != word.lower() else word
+
+    return _WORD.sub(fix, text)
 
 
-def fits(field: str, text: str) -> bool:
-    """`text` contains what an answer to `field` contains."""
-    shape = SHAPES.get(field)
-    return shape is not None and shape.pattern.search(text) is not None
+def named_items(text: str, among: Collection[str]) -> list[str]:
+    """The items among `among` that `text` names ("my training time", "what's my goal?"), the
+    longest naming first ("training days" over "days")."""
+    found = [(len(m.group(0)), field) for field in among if (m := ITEMS[field].names.search(text)) is not None]
+    return [field for _, field in sorted(found, key=lambda pair: -pair[0])]
 
 
-def plausible(field: str, question: str, text: str) -> bool:
-    """Would a person take `text` as an answer to `field` (asked as `question`)?"""
-    if is_yes_or_no(text):
-        return yes_no_item(question) and re.match(r"^\s*(?:no|nope|nah)\b", text, re.IGNORECASE) is not None
-    if fits(field, text):
-        return True
-    shape = SHAPES.get(field)
-    return shape is None or not shape.strict
+@dataclass(frozen=True)
+class _Span:
+    field: str
+    start: int
+    end: int
+
+    def overlaps(self, other: "_Span") -> bool:
+        return self.start < other.end and other.start < self.end
 
 
-def items_it_answers(text: str, fields: Iterable[str]) -> list[str]:
-    """The fields among `fields` whose answers look like `text`, in `fields`' order."""
-    return [field for field in fields if fits(field, text)]
+def _clauses(text: str) -> list[tuple[int, int]]:
+    bounds, start = [], 0
+    for brk in _CLAUSE_BREAK.finditer(text):
+        bounds.append((start, brk.start()))
+        start = brk.end()
+    return [(a, b) for a, b in [*bounds, (start, len(text))] if b > a]
 
 
-# The parts of a compound answer a correction can change on its own, each with its shape.
-_PARTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("weight", re.compile(r"\b\d{2,3}(?:[.,]\d)?\s*(?:kg|kgs|kilos?|lbs?|pounds)\b", re.IGNORECASE)),
-    ("height", re.compile(r"\b\d{3}\s*cm\b|\b[1-2][.,]\d{1,2}\s*m\b|\b\d'\d{1,2}\"?", re.IGNORECASE)),
-    ("age", re.compile(r"(?<![\d.])\b\d{2}\b(?!\s*(?:kg|kgs|kilos?|lbs?|pounds|cm|m\b|[.,]\d))", re.IGNORECASE)),
-)
-_CORRECTION_WORDS = re.compile(
-    r"\b(?:actually|update:?|correction:?|instead|now|these days|anymore|no longer|change of plan:?|"
-    r"i changed my mind:?)\b[,:]?",
-    re.IGNORECASE,
-)
-_LEADING = re.compile(r"^(?:my [\w ]{1,20}? (?:is|are)|i(?:'m| am)|it's|it is|i can|i)\s+", re.IGNORECASE)
+def _candidates(text: str, fields: Collection[str], asked: str | None) -> list[_Span]:
+    clauses = _clauses(text)
+    starts = [a for a, _ in clauses]
+    spans: set[_Span] = set()
+    blocked: dict[tuple[str, int], bool] = {}  # per item and part: a long message is read once
+    for field in fields:
+        item = ITEMS[field]
+        found = [(m.start(), m.end(), m[0]) for m in item.says.finditer(text, 0, _READ_CHARS)]
+        if field == asked and item.asked is not None:  # part by part: ^ and $ are a part's ends
+            found += [
+                (a + m.start(), a + m.end(), m[0]) for a, b in clauses[:50] for m in item.asked.finditer(text[a:b])
+            ]
+        for start, end, said in found:
+            a, b = clauses[bisect_right(starts, start) - 1] if starts else (start, end)
+            if end == start or not a <= start < b:
+                continue
+            if (field, a) not in blocked:  # about someone else, or made something else by its words
+                other = KINDS["someone_else"].match(text[a:b]) is not None
+                blocked[field, a] = other or (item.unless is not None and item.unless.search(text[a:b]) is not None)
+            if blocked[field, a] or (item.alone and field != asked and said != text[a:b].strip()):
+                continue
+            spans.add(_Span(field, a, b) if item.owns_clause else _Span(field, start, end))
+    return sorted(spans, key=lambda s: (s.start, s.end, s.field))
+
+
+def _resolve(spans: list[_Span], asked: str | None, known: Collection[str]) -> list[_Span]:
+    """Where two readings claim the same words: the longer one, then the item asked, then an
+    open item over a known one; a goal and its target may share words."""
+    order = sorted(spans, key=lambda s: (-(s.end - s.start), s.field != asked, s.field in known, s.start))
+    kept: list[_Span] = []
+    for span in order:
+        rivals = [k for k in kept if k.overlaps(span) and k.field != span.field]
+        if all((k.field, span.field) in _NESTED for k in rivals):
+            kept.append(span)
+    return sorted(kept, key=lambda s: s.start)
+
+
+def _absorbed(spans: list[_Span], text: str, asked: str | None) -> list[_Span]:
+    """In a part of the message that answers the item asked, or an item that is no plan detail, a
+    plan detail of another kind qualifies that answer ("20 minutes on weekdays" is cooking time)."""
+    kept: list[_Span] = []
+    for a, b in _clauses(text):
+        inside = [s for s in spans if a <= s.start < b]
+        fields = {s.field for s in inside}
+        anchor = asked if asked in fields else next((f for f in fields if ITEMS[f].group is None), None)
+        group = ITEMS[anchor].group if anchor is not None else None
+        kept += [s for s in inside if anchor is None or s.field == asked or ITEMS[s.field].group in (None, group)]
+    return kept
+
+
+def _value(field: str, text: str) -> str:
+    """The part's words, without what only names the item ("my goal is to lose fat" -> "lose fat")."""
+    value = KINDS["lead"].sub("", text).strip(" ,;:-.!")
+    pattern = ITEMS[field].names.pattern
+    for form in (_NAMED_FIRST, _NAMED_LAST):
+        if (m := re.match(form.format(names=pattern), value, re.IGNORECASE)) is not None:
+            return m["value"].strip(" ,;:-.!")
+    return value
+
+
+def read(text: str, asked: str | None, open_items: Collection[str], known: Collection[str]) -> dict[str, str]:
+    """The items `text` answers, each with its part of the message (the whole message when it
+    answers one). An item in `known` is answered again only when the message says it changes
+    (a correction) or answers nothing else; when the message names items, only those."""
+    text = _spelled(text)
+    fresh = [f for f in {*open_items, *([asked] if asked else [])} if f in ITEMS]
+    spans = _candidates(text, fresh, asked)
+    if KINDS["correction"].search(text) is not None or not spans:
+        old = [f for f in known if f in ITEMS and f not in fresh]
+        spans += _candidates(text, named_items(text, old) or old, None)
+    spans = _absorbed(_resolve(spans, asked, known), text, asked)
+    fields = list(dict.fromkeys(s.field for s in spans))
+    values = {fields[0]: _value(fields[0], text)} if len(fields) == 1 else _parts(spans, text)
+    if "training_days" in values and asked == "days_per_week" and "days_per_week" not in values:
+        values["days_per_week"] = values["training_days"]  # "only weekends": which days, and how many
+    return {field: values[field] for field in ITEMS if field in values}
+
+
+def _parts(spans: list[_Span], text: str) -> dict[str, str]:
+    """Each item's own part of a message that answers several: from where its part of the message
+    starts (or its words, when something before them there answers another item) to where the next
+    item's starts; a target inside a goal ("lose 5 kg") is its amount alone."""
+    clauses = _clauses(text)
+    nested = [
+        s for s in spans if s.field == "target" and any(o.field == "primary_goal" and o.overlaps(s) for o in spans)
+    ]
+    own = [s for s in spans if s not in nested]
+    starts: list[tuple[int, str]] = []
+    for span in own:
+        clause = next((a for a, b in clauses if a <= span.start < b), span.start)
+        earlier = any(clause <= s.start < span.start and s.field != span.field for s in own)
+        if not starts or starts[-1][1] != span.field:
+            starts.append((0 if not starts else span.start if earlier else clause, span.field))
+    values: dict[str, str] = {}
+    for position, (begin, field) in enumerate(starts):
+        end = starts[position + 1][0] if position + 1 < len(starts) else len(text)
+        if not any(a < end < b for a, b in clauses):  # a part ends where its clause does, before "and"
+            end = max((b for a, b in clauses if b <= end), default=end)
+        part = _value(field, text[begin:end])
+        values[field] = f"{values[field]}, {part}" if values.get(field) else part
+    for span in nested:
+        amount = _AMOUNT.search(text, span.start, span.end)
+        values.setdefault("target", amount.group(0) if amount else text[span.start : span.end])
+    return {field: value for field, value in values.items() if value}
 
 
 def corrected_value(field: str, old: str, said: str) -> str:
     """What the answer becomes when the client corrects it with `said`: in a compound answer
     ("34, 180 cm, 85 kg") only the parts the message gives change ("actually I'm 80 kg now" ->
-    "34, 180 cm, 80 kg"); an item with a closed set of answers takes the one the message names;
-    else the message without its correction words ("Actually my knee is fine now" -> "my knee is fine")."""
+    "34, 180 cm, 80 kg"); an item with a small set of answers takes the one the message names
+    (not one it rules out: "vegan not vegetarian"); else the message without its correction words."""
     changed = old
-    for _, part in _PARTS:
+    for part in _PARTS:
         new, current = part.search(said), part.search(changed)
         if new is not None and current is not None:
             changed = changed[: current.start()] + new.group(0) + changed[current.end() :]
     if changed != old:
         return changed
-    shape = SHAPES.get(field)
-    if shape is not None and shape.strict and (match := shape.pattern.search(said)) is not None:
-        return match.group(0).strip()
-    core = " ".join(_CORRECTION_WORDS.sub(" ", said).split()).strip(" ,.;:!")
-    return _LEADING.sub("", core) if field != "limitations" else core or said
-
-
-def best_known_item(said: str, known: Mapping[str, str]) -> str | None:
-    """The known `step.field` a correction is about, by what an answer to it looks like; None when
-    no known item's answers look like the message."""
-    matches = [item for item in known if fits(item.split(".", 1)[-1], said)]
-    parts = {name for name, part in _PARTS if part.search(said)}
-    if parts and any(item.endswith(".age_and_body") for item in known):
-        return next(item for item in known if item.endswith(".age_and_body"))
-    strict = [item for item in matches if SHAPES[item.split(".", 1)[-1]].strict]
-    found = strict or matches
-    # The most specific match wins: "4 days a week" is a number of days, not a "week" to a timeline.
-    return max(found, key=lambda item: _match_length(item, said), default=None)
-
-
-def _match_length(item: str, said: str) -> int:
-    match = SHAPES[item.split(".", 1)[-1]].pattern.search(said)
-    return len(match.group(0)) if match else 0
+    item = ITEMS[field]
+    if item.closed:
+        for m in item.says.finditer(said):
+            if not re.search(r"\bnot\s+(?:\w+\s+)?$", said[: m.start()], re.IGNORECASE):
+                return m.group(0).strip()
+    return _value(field, " ".join(KINDS["change_words"].sub(" ", _NOT_PART.sub("", said)).split())) or said

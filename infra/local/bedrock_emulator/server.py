@@ -7,18 +7,16 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
-from infra.local.bedrock_emulator.coach import SUMMARY_PROMPT_PREFIX, CoachReply, Turn, coach_reply, summarize
+from infra.local.bedrock_emulator.coach import CoachReply, coach_respond
 from infra.local.bedrock_emulator.embeddings import EmbeddingRequestError, embed_request, is_embedding_model
 from infra.local.bedrock_emulator.judge import is_judge_request, judge_reply
 from infra.local.bedrock_emulator.recorded import Fault, RecordedRequest
 from infra.local.bedrock_emulator.replies import STREAM_FAULTS, content_events, converse_answer, stop_reason, usage_of
-from infra.local.bedrock_emulator.rules import ConverseValidationError, message_text, validate_converse_request
-from infra.local.bedrock_emulator.tool_turns import _tool_turn, _tools
+from infra.local.bedrock_emulator.rules import ConverseValidationError, validate_converse_request
 from infra.local.loopback import LoopbackService, StandInServer
 from onboarding.llm.event_stream import encode_event, encode_exception
 
@@ -27,20 +25,6 @@ if TYPE_CHECKING:
 
 _ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/(?P<operation>converse|converse-stream|invoke)$")
 _OPERATIONS = {"converse": "Converse", "converse-stream": "ConverseStream", "invoke": "InvokeModel"}
-
-
-def coach_respond(
-    system: str, messages: Sequence[Mapping[str, Any]], tool_config: Mapping[str, Any] | None = None
-) -> CoachReply:
-    """The scripted coach's reply to a (validated) Converse request: the updated summary, a turn with
-    the tools the request offers (tool_turns.py), or a text turn (coach.py, which both build on)."""
-    if system.startswith(SUMMARY_PROMPT_PREFIX):
-        last_user = next((message for message in reversed(messages) if message.get("role") == "user"), None)
-        return CoachReply(summarize(message_text(last_user) if last_user is not None else ""))
-    if tool_config:
-        return _tool_turn(system, messages, _tools(tool_config))
-    conversation = [Turn(str(message["role"]), message_text(message)) for message in messages]
-    return CoachReply(coach_reply(system, conversation))
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -83,17 +67,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._embed(model_id, body)
             return
         request = RecordedRequest(model_id, operation, body)
-        self.server.stand_in.record(request)
+        self.server.stand_in.note("requests", request)
         try:
             self._answer(request, model_id, operation, body)
         finally:
             # How long the "model" took, request read to last byte sent (benchmarks subtract it).
-            self.server.stand_in.record_duration(time.monotonic() - started)
+            self.server.stand_in.note("durations", time.monotonic() - started)
 
     def _embed(self, model_id: str, body: dict[str, Any]) -> None:
         """InvokeModel: only the embedding model is served (the coach talks through Converse)."""
         stand_in = self.server.stand_in
-        fault = stand_in.take_embedding_fault()
+        fault = stand_in.take("embedding_faults")
         if fault is not None:
             self._error(fault[0], fault[1], "The embedding request failed (an emulator fault).")
             return
@@ -107,14 +91,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if delay := stand_in.embedding_delay_s:
             time.sleep(delay)
-        stand_in.record_embedding()
-        payload = json.dumps(answer).encode("utf-8")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("X-Amzn-Bedrock-Input-Token-Count", str(answer["inputTextTokenCount"]))
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        stand_in.note("embeddings", None)
+        self._json(200, answer, {"X-Amzn-Bedrock-Input-Token-Count": str(answer["inputTextTokenCount"])})
 
     def _answer(self, request: "RecordedRequest", model_id: str, operation: str, body: dict[str, Any]) -> None:
         try:
@@ -129,7 +107,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "unavailable":
             self._error(503, "ServiceUnavailableException", "Bedrock is unable to process your request.")
             return
-        scripted = self.server.stand_in.take_scripted()
+        scripted = self.server.stand_in.take("scripted")
         if scripted is not None:
             reply = scripted
         elif fault is not None and fault.kind == "empty_reply":
@@ -144,11 +122,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._converse_stream(reply, fault, body)
 
     def _error(self, status: int, error_type: str, message: str) -> None:
-        payload = json.dumps({"message": message}).encode("utf-8")
+        error = f"{error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/"
+        self._json(status, {"message": message}, {"x-amzn-ErrorType": error, "x-amzn-RequestId": str(uuid.uuid4())})
+
+    def _json(self, status: int, answer: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        payload = json.dumps(answer).encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("x-amzn-ErrorType", f"{error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/")
-        self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+        for name, value in {"Content-Type": "application/json", **(headers or {})}.items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
@@ -156,13 +137,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _converse(self, reply: CoachReply, body: dict[str, Any]) -> None:
         if delay := self.server.stand_in.converse_delay_s:
             time.sleep(delay)
-        usage = self.server.stand_in.record_usage(usage_of(reply, body))
-        payload = json.dumps(converse_answer(reply, usage)).encode("utf-8")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self._json(200, converse_answer(reply, self.server.stand_in.note("usages", usage_of(reply, body))))
 
     def _converse_stream(self, reply: CoachReply, fault: Fault | None, body: dict[str, Any]) -> None:
         self.send_response(200)
@@ -186,10 +161,10 @@ class _Handler(BaseHTTPRequestHandler):
                     time.sleep(delay)
             self._send(encode_event(event_type, payload))
             if deltas == 1 and event_type == "contentBlockDelta" and "text" in payload["delta"]:
-                self.server.stand_in.record_first_token(time.monotonic())
+                self.server.stand_in.note("first_tokens", time.monotonic())
         self._send(encode_event("messageStop", {"stopReason": stop_reason(reply)}))
         latency_ms = int((time.monotonic() - started) * 1000)
-        usage = self.server.stand_in.record_usage(usage_of(reply, body))
+        usage = self.server.stand_in.note("usages", usage_of(reply, body))
         self._send(encode_event("metadata", {"usage": usage, "metrics": {"latencyMs": latency_ms}}))
         self._finish()
 
@@ -209,104 +184,79 @@ class BedrockEmulator(LoopbackService):
     def __init__(self, host: str = "127.0.0.1", port: int = 0, chunk_delay_s: float = 0.0) -> None:
         self.chunk_delay_s = chunk_delay_s
         self.converse_delay_s = 0.0  # how long a (non-streamed) Converse answer takes, e.g. a summary
+        self.embedding_delay_s = 0.0  # how long an embedding takes (a slow model, for the deadline tests)
         self.gate: Gate | None = None  # the template's policies, when the local stack enforces them
         self._lock = threading.Lock()
+        # What was asked and answered, in order (read through the properties below).
         self._requests: list[RecordedRequest] = []
         self._durations: list[float] = []
         self._first_tokens: list[float] = []
         self._usages: list[dict[str, int]] = []
+        self._embeddings: list[None] = []
+        # What the next requests meet, first queued first.
         self._faults: deque[Fault] = deque()
         self._scripted: deque[CoachReply] = deque()
-        self.embedding_delay_s = 0.0  # how long an embedding takes (a slow model, for the deadline tests)
         self._embedding_faults: deque[tuple[int, str]] = deque()
-        self._embeddings = 0
         super().__init__(host, port, _Handler, "bedrock-emulator")
 
-    @property
-    def embeddings(self) -> int:
-        """How many embeddings were answered (the indexer's and the turns' together)."""
+    def note(self, kind: str, value: Any) -> Any:
+        """Add `value` to what the emulator records of `kind` (`requests`, `durations`, ...)."""
         with self._lock:
-            return self._embeddings
+            getattr(self, f"_{kind}").append(value)
+        return value
 
-    def record_embedding(self) -> None:
+    def _copy(self, kind: str) -> list[Any]:
         with self._lock:
-            self._embeddings += 1
+            return list(getattr(self, f"_{kind}"))
 
-    def fail_embeddings(self, count: int, status: int = 503, code: str = "ServiceUnavailableException") -> None:
-        """The next `count` embedding requests fail with `status` and Bedrock's `code`."""
+    def take(self, kind: str) -> Any:
+        """The next queued `faults`, `scripted` reply or `embedding_faults`, if any."""
         with self._lock:
-            self._embedding_faults.extend([(status, code)] * count)
+            queue: deque[Any] = getattr(self, f"_{kind}")
+            return queue.popleft() if queue else None
 
-    def take_embedding_fault(self) -> tuple[int, str] | None:
-        with self._lock:
-            return self._embedding_faults.popleft() if self._embedding_faults else None
+    def take_fault(self) -> Fault | None:
+        return cast(Fault | None, self.take("faults"))
 
     @property
     def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def last_body(self) -> dict[str, Any]:
-        with self._lock:
-            return self._requests[-1].body if self._requests else {}
+        return self._copy("requests")
 
     @property
     def model_seconds(self) -> float:
         """Total time spent answering requests so far (a turn's share is the difference)."""
-        with self._lock:
-            return sum(self._durations)
+        return float(sum(self._copy("durations")))
+
+    @property
+    def answered(self) -> int:
+        """Requests whose answer is complete (their time is in `model_seconds`)."""
+        return len(self._copy("durations"))
 
     @property
     def first_tokens(self) -> list[float]:
         """`time.monotonic()` when each streamed reply that began with text sent its first token."""
-        with self._lock:
-            return list(self._first_tokens)
-
-    def record_first_token(self, at: float) -> None:
-        with self._lock:
-            self._first_tokens.append(at)
+        return self._copy("first_tokens")
 
     @property
     def usages(self) -> list[dict[str, int]]:
         """The usage report (`inputTokens`, `outputTokens`) of each answer sent so far, in order: what
         Bedrock would bill (a turn's share is the new entries; infra.cost reads them)."""
-        with self._lock:
-            return list(self._usages)
-
-    def record_usage(self, usage: dict[str, int]) -> dict[str, int]:
-        with self._lock:
-            self._usages.append(usage)
-        return usage
+        return self._copy("usages")
 
     @property
-    def answered(self) -> int:
-        """Requests whose answer is complete (their time is in `model_seconds`)."""
-        with self._lock:
-            return len(self._durations)
-
-    def record_duration(self, seconds: float) -> None:
-        with self._lock:
-            self._durations.append(seconds)
-
-    def record(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
+    def embeddings(self) -> int:
+        """How many embeddings were answered (the indexer's and the turns' together)."""
+        return len(self._copy("embeddings"))
 
     def queue_fault(self, fault: Fault) -> None:
-        with self._lock:
-            self._faults.append(fault)
-
-    def take_fault(self) -> Fault | None:
-        with self._lock:
-            return self._faults.popleft() if self._faults else None
+        self.note("faults", fault)
 
     def script(self, reply: CoachReply) -> None:
         """The next valid request is answered with `reply` instead of the coach's own answer (for
         a model that behaves as the coach never does, e.g. one that keeps calling tools)."""
-        with self._lock:
-            self._scripted.append(reply)
+        self.note("scripted", reply)
 
-    def take_scripted(self) -> CoachReply | None:
-        with self._lock:
-            return self._scripted.popleft() if self._scripted else None
+    def fail_embeddings(self, count: int, status: int = 503, code: str = "ServiceUnavailableException") -> None:
+        """The next `count` embedding requests fail with `status` and Bedrock's `code`."""
+        for _ in range(count):
+            self.note("embedding_faults", (status, code))
