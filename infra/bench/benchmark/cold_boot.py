@@ -123,8 +123,9 @@ class _LeftOut:
         self.names = set(names)
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name.partition(".")[0] in self.names:
-            raise ModuleNotFoundError(f"{name} is not in the Lambda layer")
+        for left_out in self.names:  # a package, or a part of one (twilio.rest.voice)
+            if name == left_out or name.startswith(f"{left_out}."):
+                raise ModuleNotFoundError(f"{left_out} is not in the Lambda layer")
 
 
 def main() -> None:
