@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import twilio.rest as twilio_rest
 
-from infra.bench.benchmark.first_calls import COLD_BOOT, fresh_event
+from infra.bench.benchmark.processes import COLD_BOOT, fresh_event
 from infra.local.stack import LocalStack
 from infra.local.template import function_handler, load_template, web_adapter_app
 

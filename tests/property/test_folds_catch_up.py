@@ -8,6 +8,7 @@ the summary or in the window, and every earlier one is in the summary or rides w
 from collections.abc import Callable
 from datetime import timedelta
 from itertools import pairwise
+from typing import cast
 
 import pytest
 from hypothesis import given, settings
@@ -18,7 +19,7 @@ from onboarding.config import Limits
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import conversation_start
 from onboarding.model.history import ConversationSummary, TurnContext
-from onboarding.model.messages import Message
+from onboarding.model.messages import Message, Role
 from onboarding.summary import arrived_since, backlog_fold_due, fold_batch, fold_reach, read_reached_summary
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 
@@ -82,7 +83,7 @@ def test_a_fast_writer_s_backlog_is_caught_up_too() -> None:
     start = START.timestamp() * 1000
     backlog = [
         Message(role, "long " * 400, f"{int(start) + i:013d}-{i:012x}", START + timedelta(milliseconds=i))
-        for i, role in enumerate(["user", "assistant"] * 30)
+        for i, role in enumerate(cast(list[Role], ["user", "assistant"] * 30))
     ]
     limits = _limits(2, history_load_limit=3, fold_read_limit=14, fold_max_tokens=100, fold_backlog_interval_s=90,
                      window_max_tokens=4_000, token_budget=200_000, system_prompt_allowance=20_000)  # fmt: skip
