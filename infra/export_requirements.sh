@@ -4,7 +4,10 @@ set -eu
 cd "$(dirname "$0")/.."
 export_group() { uv export --locked --no-hashes --no-header --no-emit-project --no-annotate "$@"; }
 export_group --no-default-groups > layers/onboarding/requirements.txt
-export_group --only-group sms > layers/twilio/requirements.txt
-export_group --only-group api > functions/api/requirements.txt
+# The Twilio layer and the API's own folder ship only what the onboarding layer, on the same path
+# at the same pins, does not: a second copy would be megabytes more, and the function's own copy
+# (first on the path) would be the one imported.
+export_group --only-group sms | grep -v -x -F -f layers/onboarding/requirements.txt > layers/twilio/requirements.txt
+export_group --only-group api | grep -v -x -F -f layers/onboarding/requirements.txt > functions/api/requirements.txt
 # The embeddings layer is numpy alone, at the version the onboarding layer's dependencies pin.
 grep -E '^numpy==' layers/onboarding/requirements.txt > layers/embeddings/requirements.txt

@@ -185,12 +185,12 @@ def test_the_commands_run_from_a_subfolder_of_the_repository(tmp_path: Path) -> 
     assert "coach> " in completed.stdout
 
 
-def test_the_full_benchmark_needs_node_and_says_so_before_it_starts(tmp_path: Path) -> None:
+def test_the_benchmark_needs_the_sam_cli_and_says_so_before_it_starts(tmp_path: Path) -> None:
     started = time.monotonic()
-    completed = run("infra.benchmark", "--out", str(tmp_path), PATH=str(tmp_path))  # no node, no npm on PATH
+    completed = run("infra.benchmark", "--out", str(tmp_path), PATH=str(tmp_path))  # no sam on PATH
     line = one_error_line(completed)
-    assert "needs Node.js and npm on PATH" in line
-    assert "--quick" in line
+    assert "needs the SAM CLI" in line
+    assert "--section" in line
     assert time.monotonic() - started < 30  # before any measurement, not after half an hour
     assert not list(tmp_path.iterdir())  # nothing written
 

@@ -3,7 +3,7 @@ python3.13 with nothing but its own folder and its layers on the path (no site-p
 repository checkout), with the environment template.yaml gives it.
 
 Lambda runs arm64; this machine cannot import arm64 wheels, so the build here is for x86_64
-(infra/bench/benchmark/artifacts.py). Slow: the build downloads every wheel.
+(infra/bench/benchmark/processes.py). Slow: the build downloads every wheel.
 """
 
 import subprocess
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.bench.benchmark.artifacts import ArtifactsUnavailableError, build_artifacts, import_path, python_3_13
+from infra.bench.benchmark.processes import ArtifactsUnavailableError, build_artifacts, import_path, python_3_13
 from infra.local.stack import LocalStack
 from infra.local.template import function_handler, load_template, module_file, web_adapter_app
 

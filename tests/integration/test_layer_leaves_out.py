@@ -1,8 +1,10 @@
 """The onboarding layer is built without numpy and zstandard (layers/onboarding/Makefile): only
 parts of langchain-aws and langsmith import them. zstandard is never imported; numpy is, by
 langchain-aws's BedrockEmbeddings, in the functions that embed (recall), which get it from the
-embeddings layer alone. Every function must still start and answer its sample event with what its
-layers leave out made unimportable, as it is in Lambda."""
+embeddings layer alone. The Twilio layer is built without Twilio's async client (aiohttp and its
+stack) and the REST domains other than `api` (layers/twilio/Makefile). Every function must still
+start and answer its sample event with what its layers leave out made unimportable, as it is in
+Lambda."""
 
 import json
 import subprocess
@@ -11,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import twilio.rest as twilio_rest
 
-from infra.bench.benchmark.first_calls import COLD_BOOT, fresh_event
+from infra.bench.benchmark.processes import COLD_BOOT, fresh_event
 from infra.local.stack import LocalStack
 from infra.local.template import function_handler, load_template, web_adapter_app
 
@@ -22,6 +25,17 @@ ROOT = Path(__file__).parents[2]
 LEFT_OUT = ("numpy", "zstandard")
 TWILIO_LAYER_ONLY = ("twilio", "cryptography")
 MAKEFILE = ROOT / "layers" / "onboarding" / "Makefile"
+TWILIO_MAKEFILE = ROOT / "layers" / "twilio" / "Makefile"
+# What the Twilio layer leaves out: the async client's stack (as the Makefile names its
+# requirements, and as each is imported) and every REST domain but the one that sends messages.
+TWILIO_ASYNC = ("aiohttp", "aiohttp-retry", "aiohappyeyeballs", "aiosignal", "attrs", "frozenlist", "multidict",
+                "propcache", "yarl")  # fmt: skip
+TWILIO_LEFT_OUT = (
+    *(name.replace("-", "_") for name in TWILIO_ASYNC),
+    "attr",
+    *(f"twilio.rest.{domain.name}" for domain in Path(twilio_rest.__file__).parent.iterdir()
+      if domain.is_dir() and domain.name not in ("api", "__pycache__")),
+)  # fmt: skip
 
 
 def left_out_of(function: str) -> tuple[str, ...]:
@@ -29,11 +43,14 @@ def left_out_of(function: str) -> tuple[str, ...]:
     cryptography with the Twilio layer."""
     layers = load_template()["Resources"][function]["Properties"].get("Layers", [])
     left_out = tuple(name for name in LEFT_OUT if not (name == "numpy" and {"Ref": "EmbeddingsLayer"} in layers))
-    return left_out + (TWILIO_LAYER_ONLY if {"Ref": "TwilioLayer"} not in layers else ())
+    return left_out + (TWILIO_LAYER_ONLY if {"Ref": "TwilioLayer"} not in layers else TWILIO_LEFT_OUT)
 
 
-def test_the_makefile_leaves_out_exactly_these_packages() -> None:
+def test_the_makefiles_leave_out_exactly_these_packages() -> None:
     assert f"grep -v -E '^({'|'.join(LEFT_OUT)})=='" in MAKEFILE.read_text(encoding="utf-8")
+    twilio = TWILIO_MAKEFILE.read_text(encoding="utf-8")
+    assert f"LEFT_OUT = {'|'.join(TWILIO_ASYNC)}\n" in twilio
+    assert 'twilio/rest" -mindepth 1 -maxdepth 1 -type d ! -name api -exec rm -rf' in twilio
 
 
 def _boot(stack: LocalStack, function: str, **extra: Any) -> "subprocess.CompletedProcess[str]":
@@ -69,8 +86,9 @@ def test_only_the_functions_that_embed_get_numpy() -> None:
     assert {name for name in functions if "numpy" not in left_out_of(name)} == embedding
 
 
-def test_the_probe_does_refuse_a_left_out_package(local_stack: LocalStack) -> None:
+@pytest.mark.parametrize(("module", "refused"), [("numpy", "numpy"), ("twilio.rest.voice.v1", "twilio.rest.voice")])
+def test_the_probe_does_refuse_a_left_out_package(local_stack: LocalStack, module: str, refused: str) -> None:
     """The check above would pass vacuously if the finder refused nothing."""
-    completed = _boot(local_stack, "SmsWebhookFunction", module="numpy")
+    completed = _boot(local_stack, "SmsWebhookFunction", module=module)
     assert completed.returncode != 0
-    assert "numpy is not in the Lambda layer" in completed.stderr
+    assert f"{refused} is not in the Lambda layer" in completed.stderr

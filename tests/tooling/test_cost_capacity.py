@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from infra.bench.cost.capacity import (
+from infra.bench.cost.meter import (
     item_size,
     number_size,
     read_units,

@@ -4,7 +4,6 @@ quantity or a memory size read as GB instead of MB shows)."""
 
 import pytest
 
-from infra.bench.cost.figures import PeerFigures, TurnFigures
 from infra.bench.cost.ledger import (
     API_REQUESTS,
     BEDROCK_INPUT,
@@ -17,6 +16,8 @@ from infra.bench.cost.ledger import (
     LINES,
     SQS_REQUESTS,
     Assumptions,
+    PeerFigures,
+    TurnFigures,
     agentcore_memory_cost,
     compare,
     peer_memory_cost,

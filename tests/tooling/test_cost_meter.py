@@ -10,8 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from infra.bench.cost.capacity import item_size
-from infra.bench.cost.meter import ITEM_STORAGE_OVERHEAD_BYTES, SECONDS_A_MONTH, Meter
+from infra.bench.cost.meter import ITEM_STORAGE_OVERHEAD_BYTES, SECONDS_A_MONTH, Meter, item_size
 
 TABLE, REGION = "cost-meter-test", "us-east-1"
 RETENTION_MONTHS = 12.0

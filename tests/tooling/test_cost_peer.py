@@ -7,11 +7,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from infra.bench.benchmark.peer_store import create_peer_table
-from infra.bench.cost.figures import summarize_peer
-from infra.bench.cost.ledger import peer_memory_cost
+from infra.bench.cost.__main__ import PeerSession, create_peer_table
+from infra.bench.cost.ledger import peer_memory_cost, summarize_peer
 from infra.bench.cost.meter import Meter
-from infra.bench.cost.turns import PeerSession
 
 
 @pytest.fixture

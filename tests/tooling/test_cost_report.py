@@ -8,10 +8,8 @@ from typing import Any
 
 import pytest
 
-from infra.bench.cost.__main__ import FULL_HISTORIES
-from infra.bench.cost.figures import PeerFigures, TurnFigures
-from infra.bench.cost.ledger import Assumptions, compare
-from infra.bench.cost.report import markdown
+from infra.bench.cost.__main__ import FULL_HISTORIES, markdown
+from infra.bench.cost.ledger import Assumptions, PeerFigures, TurnFigures, compare
 
 DOCS = Path(__file__).parents[2] / "docs"
 

@@ -3,6 +3,8 @@ that failed, or the memory switched off for a while), the fold read the newest 2
 summary's `through` past the 1,300 older ones, which then never reached the model again. Now each
 fold summarises the oldest unsummarized messages, in order, at most FOLD_READ_LIMIT read and
 FOLD_MAX_TOKENS folded a turn, and the turns catch up: every message is in some fold, once, in order.
+A backlog's folds come at most once every FOLD_BACKLOG_INTERVAL_S (since the summary was stored), so
+a person chatting fast does not wait on a model call after every reply while it lasts.
 
 The turns run the product's turn service on moto, with the real langchain-aws client talking to the
 Bedrock emulator (the summaries are its answers; the requests show what each fold summarised)."""
@@ -19,7 +21,7 @@ from onboarding.composition import build_turn_service
 from onboarding.config import Settings
 from onboarding.model.messages import Message, Role
 from onboarding.persistence.codec import message_item
-from onboarding.persistence.keys import new_message_id
+from onboarding.persistence.keys import SUMMARY_SORT_KEY, USER_PREFIX, new_message_id
 from onboarding.summary import SUMMARY_SYSTEM_PROMPT
 from tests.support.setting_effects import observes
 from tests.support.setting_runs import query_limits, repositories, run_turn, settings_with
@@ -78,13 +80,43 @@ async def catch_up(
 async def test_a_backlog_is_folded_oldest_first_and_caught_up(
     dynamodb: Any, emulator: BedrockEmulator, backlog: int
 ) -> None:
-    turns, folds = await catch_up(dynamodb, emulator, backlog, settings_with())
+    every_turn = settings_with(fold_backlog_interval_s=0)  # turns here come faster than any interval
+    turns, folds = await catch_up(dynamodb, emulator, backlog, every_turn)
     every = [n for fold in folds for n in fold]
     print(f"\n{backlog} messages waiting: caught up in {turns} turns, {len(folds)} folds of {[len(f) for f in folds]}")
     assert every[0] == 0, "the first fold takes the oldest message"
     assert every == list(range(0, backlog, 2)), "every client message folded once, in order: none passed over"
     # FOLD_MAX_TOKENS bounds a fold: a smaller one takes fewer messages a turn, and more turns.
-    small_turns, small_folds = await catch_up(dynamodb, emulator, 120, settings_with(fold_max_tokens=200))
+    small = settings_with(fold_max_tokens=200, fold_backlog_interval_s=0)
+    small_turns, small_folds = await catch_up(dynamodb, emulator, 120, small)
     assert max(len(fold) for fold in small_folds) < 60
     assert [n for fold in small_folds for n in fold] == list(range(0, 120, 2))
     assert small_turns > 1
+
+
+@observes("fold_backlog_interval_s")
+async def test_a_backlog_is_folded_at_most_once_an_interval(dynamodb: Any, emulator: BedrockEmulator) -> None:
+    """Turns that come faster than FOLD_BACKLOG_INTERVAL_S fold a backlog once: the turns after
+    it neither read for a fold nor call the model, until the summary is that old."""
+    settings = settings_with(fold_backlog_interval_s=60)
+    user = "backlog-paced"
+    seed_backlog(dynamodb, user, 600)  # more than one fold takes
+    service = build_turn_service(settings, repositories(dynamodb, settings))
+    since, limits = len(emulator.requests), query_limits(dynamodb)
+    await run_turn(service, user, "first turn")
+    assert len(folded_per_fold(emulator, since)) == 1  # no summary yet: the first turn folds
+    for turn in range(3):
+        await run_turn(service, user, f"a quick one {turn}")
+    assert len(folded_per_fold(emulator, since)) == 1  # stored seconds ago: no model call...
+    assert limits.count(settings.fold_read_limit) == 1  # ...and no fold's read
+    summary_key = {"pk": {"S": f"{USER_PREFIX}{user}"}, "sk": {"S": SUMMARY_SORT_KEY}}
+    a_minute_ago = datetime.fromtimestamp(time.time() - 61, UTC).isoformat()
+    dynamodb.update_item(
+        TableName=TABLE,
+        Key=summary_key,
+        UpdateExpression="SET updated_at = :then",
+        ExpressionAttributeValues={":then": {"S": a_minute_ago}},
+    )
+    await run_turn(service, user, "a minute later")
+    assert len(folded_per_fold(emulator, since)) == 2  # the interval passed: the backlog folds again
+    dynamodb.meta.events.unregister("provide-client-params.dynamodb.Query")

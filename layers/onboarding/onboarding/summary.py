@@ -16,6 +16,7 @@ call itself, so what needs only the rules does not load it.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from onboarding.config import FoldPolicy
@@ -91,6 +92,32 @@ def fold_reach(
     candidates = fold_candidates(seen, start, through_message_id, policy)
     upto = candidates[-1].message_id if candidates else None
     return FoldReach(upto, before) if upto is not None or before is not None else None
+
+
+def backlog_fold_due(
+    summary: ConversationSummary | None, read: Sequence[Message], now: datetime, policy: FoldPolicy
+) -> bool:
+    """Whether a backlog may be folded after this turn (its `read`, oldest first, did not reach back
+    to the summary): at most once every `backlog_interval_s` since the summary was last stored, so
+    a backlog costs a model call an interval, not one a turn, however fast the person writes. But at
+    once when a whole read's worth arrived since (every message read is newer than the summary):
+    then the backlog never grows faster than the folds take it. A summary never stored, or stored
+    before its time was kept, lets the fold run."""
+    if summary is None or summary.saved_at is None:
+        return True
+    if (now - summary.saved_at).total_seconds() >= policy.backlog_interval_s:
+        return True
+    oldest = read[0].created_at if read else None
+    return oldest is None or oldest > summary.saved_at
+
+
+def arrived_since(seen: Sequence[Message], summary: ConversationSummary | None, new: Sequence[Message]) -> int:
+    """Units of `seen` stored since the summary was (the turn's `new` ones when it has no time):
+    what a fold must take more of, for a backlog to shrink from one fold to the next."""
+    saved = summary.saved_at if summary else None
+    if saved is None:
+        return len(units_of(new))
+    return len(units_of([m for m in seen if m.created_at is None or m.created_at > saved]))
 
 
 def fold_batch(

@@ -44,7 +44,9 @@ class FoldPolicy:
 
     A fold starts once the unsummarized messages are more than `max_messages` or `max_tokens`, and
     leaves the newest `keep_messages` / `keep_tokens`. Every stored message counts (tool results
-    too), so the turn's Query of `history_load_limit` messages always reaches the summary.
+    too), so the turn's Query of `history_load_limit` messages always reaches the summary. A backlog
+    (older messages the turn's read did not reach) is folded at most once every
+    `backlog_interval_s`, counted from when the summary was last stored.
     """
 
     max_messages: int
@@ -52,6 +54,7 @@ class FoldPolicy:
     keep_messages: int
     keep_tokens: int
     summary_max_tokens: int
+    backlog_interval_s: float = 0.0
 
 
 @dataclass(frozen=True)

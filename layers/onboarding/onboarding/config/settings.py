@@ -81,6 +81,9 @@ class Limits(_FromEnv):
     # most estimated tokens of them one fold summarises (a backlog is caught up over several turns).
     fold_read_limit: int = Field(default=200, ge=2, le=5000, validation_alias="FOLD_READ_LIMIT")
     fold_max_tokens: int = Field(default=8_000, ge=100, le=100_000, validation_alias="FOLD_MAX_TOKENS")
+    # A backlog's folds come at most this often (since the summary was last stored): each is a model
+    # call after a turn, and a person who chats fast should not wait on one after every reply.
+    fold_backlog_interval_s: float = Field(default=60.0, ge=0, le=86_400, validation_alias="FOLD_BACKLOG_INTERVAL_S")
     max_message_bytes: int = Field(default=32 * 1024, ge=1, le=256 * 1024, validation_alias="MAX_MESSAGE_BYTES")
     rate_limit_messages: int = Field(default=20, ge=0, le=10_000, validation_alias="RATE_LIMIT_MESSAGES")  # 0: no limit
     rate_limit_window_s: int = Field(default=60, ge=1, le=24 * 3600, validation_alias="RATE_LIMIT_WINDOW_S")
@@ -222,6 +225,7 @@ class Limits(_FromEnv):
             keep_messages=max(1, self.window_max_messages // 2),
             keep_tokens=self.window_max_tokens // 2,
             summary_max_tokens=self.summary_max_tokens,
+            backlog_interval_s=self.fold_backlog_interval_s,
         )
 
     @property

@@ -3,6 +3,7 @@ newest messages, state, profile and summary), the state and profile with the ver
 at (`Memory`), what a turn commits and what a claim of a client message id finds, and history pages."""
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
@@ -11,10 +12,12 @@ from onboarding.model.state import OnboardingState
 
 @dataclass(frozen=True)
 class ConversationSummary:
-    """The rolling summary; it covers every message up to and including `through_message_id`."""
+    """The rolling summary; it covers every message up to and including `through_message_id`.
+    `saved_at`: when the stored one was written (None for one not read from the table)."""
 
     text: str
     through_message_id: str
+    saved_at: datetime | None = None
 
 
 @dataclass(frozen=True)

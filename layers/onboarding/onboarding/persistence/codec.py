@@ -150,7 +150,12 @@ def summary_item(user_id: str, summary: ConversationSummary, now_s: float) -> It
 
 def parse_summary(item: Mapping[str, Any]) -> ConversationSummary | None:
     try:
-        return ConversationSummary(text=item["text"]["S"], through_message_id=item["through"]["S"])
-    except (KeyError, TypeError) as error:
+        saved = item.get("updated_at", {}).get("S")
+        return ConversationSummary(
+            text=item["text"]["S"],
+            through_message_id=item["through"]["S"],
+            saved_at=datetime.fromisoformat(saved) if saved else None,
+        )
+    except (KeyError, TypeError, ValueError) as error:
         logger.warning("Ignoring malformed summary item", extra={"reason": type(error).__name__})
         return None

@@ -9,8 +9,9 @@ folds what left the window into the summary: handlers call it after the reply re
 and before their response ends, so it finishes inside the invocation that answered (a task left
 running after the response would be frozen with the Lambda sandbox). The fold reads the oldest
 unsummarized messages itself (the turn read only the newest ones), and only when one is due
-(`summary.fold_reach`), so most turns stay one read; it never raises: a failed fold loses nothing,
-because the next turn computes the same fold from what is stored.
+(`summary.fold_reach`), so most turns stay one read, and a backlog's folds at most once an interval
+(`summary.backlog_fold_due`); it never raises: a failed fold loses nothing, because the next turn
+computes the same fold from what is stored.
 
 Every wait on the model ends by the turn's deadline (minus the time kept for storing), so a hung
 model ends the turn with an error the handler reports, never with the function's timeout.
@@ -30,7 +31,7 @@ from onboarding.config import Limits
 from onboarding.config.flags import MemoryFeatures
 from onboarding.llm.bedrock import open_stream
 from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
-from onboarding.memory.window import conversation_start, units_of
+from onboarding.memory.window import conversation_start
 from onboarding.metrics import count_metric
 from onboarding.model.errors import (
     CoachUnavailableError,
@@ -44,7 +45,14 @@ from onboarding.model.history import ClaimedTurn, ConversationSummary, TurnCommi
 from onboarding.model.messages import Message
 from onboarding.model.text import is_blank
 from onboarding.persistence import Repositories
-from onboarding.summary import Summarizer, fold_batch, fold_reach, read_reached_summary
+from onboarding.summary import (
+    Summarizer,
+    arrived_since,
+    backlog_fold_due,
+    fold_batch,
+    fold_reach,
+    read_reached_summary,
+)
 from onboarding.telemetry import TurnLedger, counting, fold_accounted, turn_responded
 from onboarding.turn.orchestrator import PreparedTurn
 
@@ -379,21 +387,22 @@ async def fold_if_due(
     memory benchmark calls it with a read and nothing new. Never raises."""
     if deps.summarizer is None or not features.summary:
         return
-    limits = deps.limits
+    limits, now = deps.limits, deps.clock()
     read = messages[: len(messages) - len(new)]
     through = summary.through_message_id if summary else None
-    start = conversation_start(messages, deps.clock(), features.conversation_rules(limits.conversations))
+    start = conversation_start(messages, now, features.conversation_rules(limits.conversations))
     reached = read_reached_summary(read, limits.history_load_limit, through)
     reach = fold_reach(messages, start, through, limits.fold, reached)
-    if reach is None:
+    if reach is None or not (reached or backlog_fold_due(summary, read, now, limits.fold)):
         return
     try:
         oldest = await asyncio.to_thread(
             deps.store.conversations.oldest_unsummarized, user_id, summary, limits.fold_read_limit
         )
         read_all = len(oldest) < limits.fold_read_limit
-        # More than this turn added, so a backlog shrinks every turn, however large its messages.
-        due = fold_batch(oldest, reach, limits.fold_max_tokens, read_all, min_units=len(units_of(new)) + 1)
+        # More than arrived since the last fold, so a backlog shrinks every fold, however large its messages.
+        more = arrived_since(messages, summary, new) + 1
+        due = fold_batch(oldest, reach, limits.fold_max_tokens, read_all, min_units=more)
         if not due:
             return
         folded = await deps.summarizer.summarize(due, summary)

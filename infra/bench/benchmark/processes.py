@@ -1,0 +1,252 @@
+"""What Lambda runs, measured as Lambda starts it: `sam build` of template.yaml, each function's
+deployment size, its cold start in fresh python3.13 processes, and its first call after a SnapStart
+restore with and without the priming hooks.
+
+- Sizes: a real arm64 build (Lambda's), each function's folder with its local layers, unzipped.
+  Layers given by ARN (Lambda Web Adapter's) are not built here and not counted.
+- Cold starts: an x86_64 build (this machine cannot import arm64 wheels; the architecture and the
+  layers' PLATFORM are the only changes), each run a new interpreter started by `cold_boot.py`
+  with nothing but the function's folder and its layers on the path, timed from just before the
+  process starts. `-B`: the run writes no bytecode into the artifact, which Lambda cannot either
+  (its /var/task and /opt are read-only), so every run imports what the build shipped. The API
+  runs under uvicorn until /healthz answers (the adapter's readiness check), then takes its
+  request over HTTP; the others are imported and called once. Beside the wall time, the CPU time
+  the process used: on a shared machine, wall time also holds the wait for a CPU.
+- Priming: the first call's own work (its time less its wait on the local servers) with and
+  without the SnapStart hooks between init and the call, as Lambda runs them around a snapshot.
+
+Functions and variants take turns run by run, so machine noise spreads over all alike.
+"""
+
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+import httpx
+
+from infra.bench.benchmark.cold_boot import event_request
+from infra.local.errors import LocalToolError
+from infra.local.ports import free_port
+from infra.local.stack import LocalStack
+from infra.local.template import REPO_ROOT, function_handler, load_template, web_adapter_app
+
+COLD_BOOT = Path(__file__).with_name("cold_boot.py")
+EVENTS = {"ApiFunction": "api_chat", "SmsWebhookFunction": "sms_webhook", "SmsWorkerFunction": "sms_worker"}
+# The priming figures: each a median and range in ms, of the primed runs or not, of a phase.
+PRIMING_FIGURES = {
+    "unprimed_own": (False, "first_call_own_seconds"),
+    "primed_own": (True, "first_call_own_seconds"),
+    "unprimed_server": (False, "first_call_server_seconds"),
+    "primed_server": (True, "first_call_server_seconds"),
+    "prime_hook": (True, "prime_hook_seconds"),
+    "restore_hook": (True, "restore_hook_seconds"),
+}
+_ORDER = random.Random(11)  # noqa: S311 - the order of runs, not a secret
+
+
+class ArtifactsUnavailableError(LocalToolError):
+    """The SAM CLI or a Python 3.13 is missing (the message says which)."""
+
+
+def require_build_tools() -> Path:
+    """The Python 3.13 a build and the cold starts need (ArtifactsUnavailableError without it or the SAM CLI)."""
+    if shutil.which("sam") is None:
+        raise ArtifactsUnavailableError("needs the SAM CLI (.ci/run installs it)")
+    return python_3_13()
+
+
+def python_3_13() -> Path:
+    """A working `python3.13`: on PATH, or one of pyenv's versions."""
+    found = shutil.which("python3.13")
+    if found and subprocess.run([found, "--version"], capture_output=True, check=False).returncode == 0:  # noqa: S603
+        return Path(found)
+    pyenv = shutil.which("pyenv")
+    if pyenv is not None:
+        listed = subprocess.run([pyenv, "versions", "--bare"], capture_output=True, text=True, check=False)  # noqa: S603
+        for version in (name for name in listed.stdout.split() if name.startswith("3.13")):
+            prefix = subprocess.run([pyenv, "prefix", version], capture_output=True, text=True, check=False)  # noqa: S603
+            if prefix.returncode == 0:
+                return Path(prefix.stdout.strip()) / "bin" / "python3.13"
+    raise ArtifactsUnavailableError("needs a Python 3.13 (on PATH as python3.13, or one of pyenv's versions)")
+
+
+def build_artifacts(folder: Path, arm64: bool = False) -> Path:
+    """`sam build` of the current tree into `folder`/build (for this machine's x86_64 unless
+    `arm64`, Lambda's); returns the build directory."""
+    python, sam = require_build_tools(), str(shutil.which("sam"))
+    text = (REPO_ROOT / "template.yaml").read_text(encoding="utf-8")
+    platform = "manylinux2014_aarch64" if arm64 else "manylinux2014_x86_64"
+    for arm in () if arm64 else ("[arm64]", "BuildArchitecture: arm64"):
+        if arm not in text:
+            raise ArtifactsUnavailableError(f"template.yaml no longer says {arm!r}; see {Path(__file__).name}")
+        text = text.replace(arm, arm.replace("arm64", "x86_64"))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "template.yaml").write_text(text, encoding="utf-8")
+    environment = {**os.environ, "PATH": f"{python.parent}{os.pathsep}{os.environ['PATH']}", "PLATFORM": platform}
+    environment |= {"PYTHON_RUNTIME": str(python), "SAM_CLI_TELEMETRY": "0"}
+    command = [sam, "build", "-t", str(folder / "template.yaml"), "--base-dir", str(REPO_ROOT)]
+    command += ["--build-dir", str(folder / "build"), "--cache-dir", str(folder / "cache")]
+    completed = subprocess.run(  # noqa: S603 - the SAM CLI on our own template
+        command, capture_output=True, text=True, cwd=folder, env=environment, check=False, timeout=1800
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"sam build failed: {completed.stdout[-2000:]}{completed.stderr[-2000:]}")
+    return folder / "build"
+
+
+def local_layers(logical_id: str) -> list[str]:
+    """The function's layers that the template builds (not those given by ARN), global ones first."""
+    template = load_template()
+    layers = [*template.get("Globals", {}).get("Function", {}).get("Layers", [])]  # a copy: the template is cached
+    layers += template["Resources"][logical_id]["Properties"].get("Layers", [])
+    return [layer["Ref"] for layer in layers if isinstance(layer, dict) and "Ref" in layer]
+
+
+def import_path(build: Path, logical_id: str) -> list[str]:
+    """What Lambda puts on sys.path for the function: its own folder, then each layer's python/."""
+    return [str(build / logical_id), *(str(build / layer / "python") for layer in local_layers(logical_id))]
+
+
+def deployment_sizes(build: Path) -> list[dict[str, Any]]:
+    """Each function's unzipped bytes: its own folder, and each of its local layers."""
+
+    def tree(path: Path) -> int:
+        return sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file() and not entry.is_symlink())
+
+    sizes = []
+    for name, body in load_template()["Resources"].items():
+        if body["Type"] == "AWS::Serverless::Function":
+            layers = {layer: tree(build / layer) for layer in local_layers(name)}
+            sizes.append({"function": name, "own": tree(build / name), "layers": layers})
+    return [size | {"total": size["own"] + sum(size["layers"].values())} for size in sizes]
+
+
+def fresh_event(name: str, sign: Callable[[str, dict[str, str]], str], webhook_url: str) -> dict[str, Any]:
+    """`name`'s sample event with a new message id, so the run does real work instead of being
+    answered from the idempotency record a previous run left (the webhook's is signed again), and
+    for a turn a user of its own (the runs come faster than the per-user rate limit allows)."""
+    event: dict[str, Any] = json.loads((REPO_ROOT / "events" / f"{EVENTS[name]}.json").read_text(encoding="utf-8"))
+    sid = f"SM{uuid.uuid4().hex}"
+    if name == "SmsWebhookFunction":
+        form = dict(parse_qsl(event["body"])) | {"MessageSid": sid, "SmsMessageSid": sid}
+        event["body"] = urlencode(form)
+        event["headers"]["X-Twilio-Signature"] = sign(webhook_url, form)
+    elif name == "SmsWorkerFunction":
+        for record in event["Records"]:
+            record["body"] = json.dumps(json.loads(record["body"]) | {"message_id": sid, "user_id": f"cold-{sid}"})
+            record["attributes"] |= {"MessageGroupId": f"cold-{sid}", "MessageDeduplicationId": sid}
+    elif name == "ApiFunction":
+        event["body"] = json.dumps(json.loads(event["body"]) | {"clientMessageId": sid})
+        event["requestContext"]["authorizer"]["claims"]["sub"] = f"cold-{sid}"
+    return event
+
+
+def _spec(build: Path, name: str, **extra: Any) -> dict[str, Any]:
+    located = web_adapter_app(name)
+    module, attribute = (located[1], located[2]) if located else function_handler(name)[1:]
+    return {"path": import_path(build, name), "module": module, "attribute": attribute, "asgi": bool(located), **extra}
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the children waited for so far (the stack's servers run on, so not counted)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _command(spec: dict[str, Any]) -> list[str]:
+    return [str(python_3_13()), "-B", "-I", "-S", str(COLD_BOOT), json.dumps(spec)]
+
+
+def serve_once(stack: LocalStack, build: Path, http: httpx.Client) -> dict[str, float]:
+    """The API started as the adapter starts it: seconds to ready, and to the first answer."""
+    port = free_port("127.0.0.1")
+    method, path, headers, body = event_request(fresh_event("ApiFunction", stack.twilio.sign, stack.webhook_url))
+    cpu, started = _children_cpu(), time.time()
+    process = subprocess.Popen(  # noqa: S603 - Python 3.13 on the artifact, isolated
+        _command(_spec(build, "ApiFunction", mode="serve", port=port)), cwd=build / "ApiFunction",
+        env=stack.process_environment("ApiFunction"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        while True:  # the adapter's readiness check
+            try:
+                if http.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                if process.poll() is not None:
+                    said = process.stderr.read().decode(errors="replace") if process.stderr else ""
+                    raise RuntimeError(f"the API did not start: {said[-2000:]}") from None
+            time.sleep(0.005)
+        ready = time.time()
+        answer = http.request(method, f"http://127.0.0.1:{port}{path}", headers=headers, content=body)
+        finished = time.time()
+        if answer.status_code != 200:
+            raise RuntimeError(f"the API answered {answer.status_code}: {answer.text[:300]}")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    phases = {"seconds": finished - started, "init_seconds": ready - started, "first_call_seconds": finished - ready}
+    return phases | {"cpu_seconds": _children_cpu() - cpu}
+
+
+def call_once(stack: LocalStack, build: Path, name: str, prime: bool) -> dict[str, float]:
+    """The function imported and called once in a fresh process; its phases in seconds."""
+    event = fresh_event(name, stack.twilio.sign, stack.webhook_url)
+    cpu, started = _children_cpu(), time.time()
+    completed = subprocess.run(  # noqa: S603 - Python 3.13 on the artifact, isolated
+        _command(_spec(build, name, mode="call", prime=prime, function=name, event=event)), cwd=build / name,
+        env=stack.process_environment(name), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if completed.returncode != 0:
+        raise RuntimeError(f"{name} failed in a fresh process: {completed.stderr[-2000:]}")
+    times = json.loads(completed.stdout.strip().splitlines()[-1])
+    if times["status"] != 200 or times["failed_records"]:
+        raise RuntimeError(f"{name} did not answer its event: {times}")
+    first_call = times["finished"] - times["called"]
+    return {
+        "seconds": times["initialized"] - started + first_call,
+        "init_seconds": times["initialized"] - started,
+        "first_call_seconds": first_call,
+        "first_call_own_seconds": first_call - times["server_seconds"],
+        "first_call_server_seconds": times["server_seconds"],
+        "prime_hook_seconds": times["primed"] - times["initialized"],
+        "restore_hook_seconds": times["restored"] - times["primed"],
+        "cpu_seconds": _children_cpu() - cpu,
+    }
+
+
+def cold_starts(stack: LocalStack, build: Path, functions: list[str], samples: int) -> dict[str, list[dict[str, Any]]]:
+    """`samples` cold starts of each function, taking turns."""
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in functions}
+    with httpx.Client(timeout=60) as http:
+        for _ in range(samples):
+            for name in _ORDER.sample(functions, len(functions)):
+                served = web_adapter_app(name) is not None
+                runs[name].append(serve_once(stack, build, http) if served else call_once(stack, build, name, False))
+    return runs
+
+
+def priming(stack: LocalStack, build: Path, functions: list[str], samples: int) -> list[dict[str, Any]]:
+    """The first call's own work with and without priming, side by side (median and range in ms)."""
+    runs: dict[tuple[str, bool], list[dict[str, float]]] = {(name, p): [] for name in functions for p in (False, True)}
+    for _ in range(samples):
+        for name, prime in _ORDER.sample(list(runs), len(runs)):
+            runs[name, prime].append(call_once(stack, build, name, prime))
+
+    def spread(name: str, prime: bool, key: str) -> list[float]:
+        values = [run[key] * 1000 for run in runs[name, prime]]
+        return [statistics.median(values), min(values), max(values)]
+
+    return [
+        {"function": name, "runs": samples} | {key: spread(name, *run) for key, run in PRIMING_FIGURES.items()}
+        for name in functions
+    ]
