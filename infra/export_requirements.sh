@@ -6,5 +6,3 @@ export_group() { uv export --locked --no-hashes --no-header --no-emit-project --
 export_group --no-default-groups > layers/onboarding/requirements.txt
 export_group --only-group sms > layers/twilio/requirements.txt
 export_group --only-group api > functions/api/requirements.txt
-# The embeddings layer is numpy alone, at the version the onboarding layer's dependencies pin.
-grep -E '^numpy==' layers/onboarding/requirements.txt > layers/embeddings/requirements.txt
