@@ -157,17 +157,19 @@ class IndexState:
                 scores[key]["distance"] = distance
             rankings.append(sorted(kept, key=lambda k: scores[k]["distance"]))
         for text in texts:
-            for key, score in self._bm25(str(text["metadataKey"]), str(text["text"]), kept).items():
-                scores[key]["bm25"][text["metadataKey"]] = score
-            rankings.append(sorted((k for k in kept if text["metadataKey"] in scores[k]["bm25"]),
-                                   key=lambda k, m=text["metadataKey"]: -scores[k]["bm25"][m]))  # fmt: skip
+            key_name = str(text["metadataKey"])
+            found = self._bm25(key_name, str(text["text"]), kept)
+            for key, score in found.items():
+                scores[key]["bm25"][key_name] = score
+            rankings.append(sorted(found, key=lambda k: -found[k]))
         if len(rankings) == 1:
             return [(key, scores[key]) for key in rankings[0][:top_k]]
-        fused: Counter[str] = Counter()
+        fused: dict[str, float] = dict.fromkeys(kept, 0.0)
         for ranking in rankings:
             for rank, key in enumerate(ranking, start=1):
                 fused[key] += 1 / (RRF_K + rank)
-        return [(key, scores[key] | {"fused": score}) for key, score in fused.most_common(top_k)]
+        best = sorted((key for key in kept if fused[key]), key=lambda k: -fused[k])[:top_k]
+        return [(key, scores[key] | {"fused": fused[key]}) for key in best]
 
     def _check_query(self, vector: Any, texts: Sequence[Mapping[str, Any]], top_k: int, where: Any) -> None:
         if not 1 <= top_k <= MAX_TOP_K:

@@ -63,7 +63,8 @@ def _model() -> tuple[dict[str, np.ndarray], Any]:
 
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     mean = x.mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-12) * weight + bias
+    normed: np.ndarray = (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-12) * weight + bias
+    return normed
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
@@ -71,7 +72,8 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     z = np.abs(x) / math.sqrt(2)
     t = 1 / (1 + 0.3275911 * z)
     poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
-    return 0.5 * x * (1 + np.sign(x) * (1 - poly * np.exp(-z * z)))
+    activated: np.ndarray = 0.5 * x * (1 + np.sign(x) * (1 - poly * np.exp(-z * z)))
+    return activated
 
 
 def sentence_embedding(text: str) -> tuple[np.ndarray, int]:
