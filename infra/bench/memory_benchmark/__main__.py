@@ -125,7 +125,7 @@ def run(chosen: dict[str, list[Conversation]], args: argparse.Namespace, out: Pa
     for name, conversations_ in chosen.items():  # what a message costs to embed, on average
         said = [count_tokens(d.content) for c in conversations_ for s in c.sessions for d in s.dialogs]
         found["datasets"][name]["mean_message_tokens"] = round(sum(said) / len(said), 1) if said else 0.0
-    found["added_ms_p95"] = max((f["added_ms_p95"] or 0.0) for f in found["datasets"].values())
+    found["added_ms_p95"] = max((f["added_ms_p95"]["ours"] or 0.0) for f in found["datasets"].values())
     if args.aws:
         found |= {
             "mode": "aws",

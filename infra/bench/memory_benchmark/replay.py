@@ -71,7 +71,7 @@ class QuestionResult:
     scores: dict[str, Score] = field(default_factory=dict)  # ours, lexical, dense, recall-off, baselines
     full_tokens: int = 0
     recall_ms: float | None = None  # the recall of ours' preview
-    added_ms: float = 0.0  # ours' preview less the same preview without recall
+    added_ms: dict[str, float] = field(default_factory=dict)  # by mode: its preview less the one without recall
     unparsed_evidence: tuple[str, ...] = ()
     answer: str = ""  # the coach's reply (judged only with --aws)
     verdict: str = ""  # --aws: the judge's CORRECT / WRONG, or "unparseable"; "" when not judged
@@ -193,13 +193,15 @@ class Replayer:
         plan = ours.prepared.agent.prompt_plan(asked)
         tokens = plan.system_tokens + plan.window_tokens + plan.current_tokens
         scores = {"ours": score_ours(question, c, parts, tokens), "recall-off": _prompt_score(question, c, off)}
+        added = {"ours": ours_ms - off_ms}
         for mode in MODES:
-            scores[mode] = _prompt_score(question, c, (await self._preview(services[mode], asked))[0])
+            preview, elapsed_ms = await self._preview(services[mode], asked)
+            scores[mode], added[mode] = _prompt_score(question, c, preview), elapsed_ms - off_ms
         kept = baselines.windows(asked, tokens)
         scores |= {name: score_window(question, c, kept[name], asked) for name in (*BASELINES, CEILING)}
         return QuestionResult(
             self.dataset, c.sample_id, asked, question.category_name, question.answer is not None,
-            bool(question.superseded), scores, scores[CEILING].tokens, ours.recall.elapsed_ms, ours_ms - off_ms,
+            bool(question.superseded), scores, scores[CEILING].tokens, ours.recall.elapsed_ms, added,
             question.unparsed, reply, self.judge(question, reply) if self.judge is not None else "",
         )  # fmt: skip
 
