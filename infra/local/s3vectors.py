@@ -4,10 +4,10 @@ the deployed stack's vector bucket does: vector, full-text and hybrid search ove
 It speaks the service's REST-JSON protocol, `POST /<Operation>`, so botocore's `s3vectors` client
 runs against it unchanged through the standard `AWS_ENDPOINT_URL_S3VECTORS`: CreateVectorBucket,
 CreateIndex and GetIndex (the local stack makes what the template declares), PutVectors,
-GetVectors, ListVectors, DeleteVectors and QueryVectors. An index is named by `indexArn` or by
-`vectorBucketName` and `indexName`. Every request is checked against the caller's policy first
-(infra/local/iam/gate.py) and refused as S3 Vectors refuses it; limits and wording are the
-documented ones (S3 User Guide, "Limitations and restrictions", "Metadata filtering", "Hybrid
+DeleteVectors and QueryVectors (what the product calls; the others are answered 404). An index
+is named by `indexArn` or by `vectorBucketName` and `indexName`. Every request is checked against
+the caller's policy first (infra/local/iam/gate.py) and refused as S3 Vectors refuses it; limits
+and wording are the documented ones (S3 User Guide, "Limitations and restrictions", "Metadata filtering", "Hybrid
 search"): 1 to 4,096 dimensions, no zero vector for cosine, 2 KB of filterable metadata, 40 KB in
 all, 500 vectors a write, top 100 a query, 1 to 10 query texts of at most 1,024 characters, each
 on a distinct searchable key.
@@ -43,7 +43,7 @@ from infra.local.iam.gate import Gate
 from infra.local.loopback import LoopbackService, StandInServer, send_json
 
 SERVICE = "s3vectors"
-MAX_PUT, MAX_GET, MAX_TOP_K, MAX_QUERY_TEXTS, MAX_QUERY_TEXT = 500, 100, 100, 10, 1024
+MAX_PUT, MAX_TOP_K, MAX_QUERY_TEXTS, MAX_QUERY_TEXT = 500, 100, 10, 1024
 MAX_FILTERABLE_BYTES, MAX_METADATA_BYTES, MAX_METADATA_KEYS = 2 * 1024, 40 * 1024, 50
 LANGUAGES = ("en", "fr", "es", "pt", "it", "de", "nl", "zh", "ja", "ko")
 STEMMERS = {"en": "porter", "fr": "french", "es": "spanish", "pt": "portuguese", "it": "italian", "de": "german",
@@ -232,60 +232,30 @@ def _filter_keys(where: Any) -> list[str]:
     return [key for key in where if not key.startswith("$")] + nested
 
 
-_OPERATORS: dict[str, Callable[[Any, bool, Any], bool]] = {
-    "$eq": lambda value, present, operand: present and _equal(value, operand),
-    "$ne": lambda value, present, operand: not (present and _equal(value, operand)),
-    "$gt": lambda value, present, operand: present and _number(value, operand) and value > operand,
-    "$gte": lambda value, present, operand: present and _number(value, operand) and value >= operand,
-    "$lt": lambda value, present, operand: present and _number(value, operand) and value < operand,
-    "$lte": lambda value, present, operand: present and _number(value, operand) and value <= operand,
-    "$in": lambda value, present, operand: present and any(_equal(value, item) for item in _values(operand)),
-    "$nin": lambda value, present, operand: not (present and any(_equal(value, item) for item in _values(operand))),
-    "$exists": lambda value, present, operand: present == bool(operand),
-    "$startsWith": lambda value, present, operand: present and isinstance(value, str) and value.startswith(operand),
-}
-
-
 def matches(metadata: Mapping[str, Any], where: Any) -> bool:
-    """Whether `metadata` passes the filter `where` (every top-level condition must hold)."""
+    """Whether `metadata` passes the filter `where`: every top-level condition must hold. Read here
+    as the service reads them: a value (equality), `$eq`, `$in`, `$and` and `$or` (a list value
+    matches when one of its elements does). The product filters by equality alone, so the service's
+    other operators are refused here rather than kept unused."""
     if not isinstance(where, Mapping):
         raise VectorRequestError("Invalid filter: a filter is a JSON object")
     for key, condition in where.items():
         if key in ("$and", "$or"):
             if not isinstance(condition, list) or not condition:
                 raise VectorRequestError(f"Invalid filter: {key} takes a non-empty list")
-            results = [matches(metadata, part) for part in condition]
-            if not (all(results) if key == "$and" else any(results)):
+            if not (all if key == "$and" else any)(matches(metadata, part) for part in condition):
                 return False
             continue
-        if key.startswith("$"):
-            raise VectorRequestError(f"Invalid filter: unknown operator {key}")
-        conditions = condition if isinstance(condition, Mapping) else {"$eq": condition}
-        for operator, operand in conditions.items():
-            if operator not in _OPERATORS:
-                raise VectorRequestError(f"Invalid filter: unknown operator {operator}")
-            if not _OPERATORS[operator](metadata.get(key), key in metadata, operand):
+        for operator, operand in (condition if isinstance(condition, Mapping) else {"$eq": condition}).items():
+            if key.startswith("$") or operator not in ("$eq", "$in"):
+                raise VectorRequestError(f"Invalid filter: the local stand-in does not read {key} {operator}")
+            wanted = operand if operator == "$in" else [operand]
+            if not isinstance(wanted, list):
+                raise VectorRequestError("Invalid filter: $in takes a list")
+            values = metadata.get(key) if isinstance(metadata.get(key), list) else [metadata.get(key)]
+            if key not in metadata or not any(value == w for value in values for w in wanted):
                 return False
     return True
-
-
-def _equal(value: Any, operand: Any) -> bool:
-    """Equality as the service reads it: a list value matches when any element does."""
-    if isinstance(value, list):
-        return any(_equal(item, operand) for item in value)
-    if _number(value, operand):
-        return math.isclose(value, operand)
-    return bool(value == operand)
-
-
-def _number(value: Any, operand: Any) -> bool:
-    return isinstance(value, int | float) and isinstance(operand, int | float)
-
-
-def _values(operand: Any) -> list[Any]:
-    if not isinstance(operand, list):
-        raise VectorRequestError("Invalid filter: $in and $nin take a list")
-    return operand
 
 
 # --- the service: its operations over HTTP ---------------------------------------------------------
@@ -497,25 +467,6 @@ def _described(state: IndexState, key: str, data: bool, metadata: bool) -> dict[
     return found
 
 
-def _get(stand_in: S3VectorsStandIn, params: dict[str, Any]) -> dict[str, Any]:
-    state, keys = stand_in.index(params), [str(key) for key in params.get("keys") or []]
-    if not 1 <= len(keys) <= MAX_GET:
-        raise VectorRequestError(f"keys must hold 1 to {MAX_GET} keys")
-    data, metadata = bool(params.get("returnData")), bool(params.get("returnMetadata"))
-    with stand_in.lock:
-        return {"vectors": [_described(state, key, data, metadata) for key in keys if key in state.vectors]}
-
-
-def _list(stand_in: S3VectorsStandIn, params: dict[str, Any]) -> dict[str, Any]:
-    state = stand_in.index(params)
-    start, size = int(params.get("nextToken") or 0), min(int(params.get("maxResults") or 500), 1000)
-    data, metadata = bool(params.get("returnData")), bool(params.get("returnMetadata"))
-    with stand_in.lock:
-        page = [_described(state, key, data, metadata) for key in sorted(state.vectors)[start : start + size]]
-        more = start + size < len(state.vectors)
-    return {"vectors": page, **({"nextToken": str(start + size)} if more else {})}
-
-
 def _query(stand_in: S3VectorsStandIn, params: dict[str, Any]) -> dict[str, Any]:
     state = stand_in.index(params)
     vector = (params.get("queryVector") or {}).get("float32") if "queryVector" in params else None
@@ -548,7 +499,5 @@ _OPERATIONS = {
     "GetIndex": _get_index,
     "PutVectors": _put,
     "DeleteVectors": _delete,
-    "GetVectors": _get,
-    "ListVectors": _list,
     "QueryVectors": _query,
 }

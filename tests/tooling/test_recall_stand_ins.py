@@ -111,16 +111,17 @@ def test_a_query_finds_the_nearest_of_one_user_only(vectors: tuple[S3VectorsStan
     assert client.query_vectors(**INDEX, topK=1, queryVector={"float32": [0, 1, 0]})["vectors"][0]["key"] == "a2"
 
 
-def test_deleted_vectors_are_gone_and_listed_ones_are_paged(vectors: tuple[S3VectorsStandIn, Any]) -> None:
+def test_deleted_vectors_are_gone_and_the_index_is_kept_across_a_restart(vectors: tuple[S3VectorsStandIn, Any]) -> None:
     stand_in, client = vectors
     for n in range(3):
         put(client, f"k{n}", [1, n, 0], "a")
     client.delete_vectors(**INDEX, keys=["k1", "never-there"])
-    assert [v["key"] for v in client.get_vectors(**INDEX, keys=["k0", "k1"])["vectors"]] == ["k0"]
-    first = client.list_vectors(**INDEX, maxResults=1)
-    assert [v["key"] for v in first["vectors"]] == ["k0"]
-    assert first["nextToken"]
-    assert stand_in.dump()["bkt"]["idx"]["dimension"] == 3
+    assert sorted(stand_in.buckets["bkt"]["idx"].vectors) == ["k0", "k2"]
+    saved = stand_in.dump()
+    assert saved["bkt"]["idx"]["dimension"] == 3
+    stand_in.buckets.clear()
+    stand_in.load(saved)
+    assert sorted(stand_in.buckets["bkt"]["idx"].vectors) == ["k0", "k2"]
 
 
 @pytest.mark.parametrize(
@@ -193,13 +194,10 @@ def test_a_caller_without_the_permission_is_refused_as_s3_vectors_refuses(
     ("where", "expected"),
     [
         ({"user": "a"}, True),
-        ({"user": {"$ne": "a"}}, False),
-        ({"n": {"$gte": 2, "$lt": 3}}, True),
+        ({"user": {"$eq": "b"}}, False),
         ({"tags": "x"}, True),  # a list value matches when an element does
         ({"user": {"$in": ["b", "c"]}}, False),
-        ({"user": {"$nin": ["b"]}}, True),
-        ({"missing": {"$exists": False}}, True),
-        ({"user": {"$startsWith": "a"}}, True),
+        ({"missing": "a"}, False),
         ({"$or": [{"user": "b"}, {"n": 2}]}, True),
         ({"$and": [{"user": "a"}, {"n": 3}]}, False),
     ],
@@ -208,15 +206,15 @@ def test_metadata_filters_read_as_the_service_documents(where: dict[str, Any], e
     assert matches({"user": "a", "n": 2, "tags": ["x", "y"]}, where) is expected
 
 
-def test_an_unknown_filter_operator_is_refused() -> None:
+def test_a_filter_the_stand_in_does_not_read_is_refused_not_misread() -> None:
     with pytest.raises(VectorRequestError, match=r"\$near"):
         matches({"n": 1}, {"n": {"$near": 1}})
 
 
 def test_words_are_searched_by_bm25_with_the_english_analyzer(vectors: tuple[S3VectorsStandIn, Any]) -> None:
     stand_in, client = vectors
-    put(client, "race", [1, 0, 0], "a", "I ran two races for the charity")
     put(client, "long", [1, 0, 0], "a", "Racing again: " + "and then I walked home, " * 8)
+    put(client, "race", [1, 0, 0], "a", "I ran two races for the charity")
     put(client, "cat", [1, 0, 0], "a", "My cat's name is Pixel")
     put(client, "b", [1, 0, 0], "b", "racing racing racing")
     assert analyze("The cat's races", "en") == ["cat", "race"]  # stop words, the possessive, Porter's stems

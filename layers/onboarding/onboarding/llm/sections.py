@@ -207,22 +207,21 @@ def recall_lines(recalled: Sequence[Message], max_tokens: int) -> list[str]:
     """The lines of `recalled` (most relevant first) that fit `max_tokens` with the section's
     header, oldest first, each day's under a line that names it once (a date on every line would
     cost the room of a few more messages). A message too long for what is left is passed over, not
-    cut. A message that repeats one already chosen (the same message, or the same speaker and
-    words: "sorry, the dog needed me" said on eight days) is shown once, at its most relevant day:
-    its copies would fill the section with one line and push out what was said only once."""
+    cut. A message that repeats one already chosen (the same speaker and words: a hit that is also
+    another's neighbour, or "sorry, the dog needed me" said on eight days) is shown once, at its
+    most relevant day: its copies would fill the section with one line and push out what was said
+    only once."""
     left = max_tokens - count_tokens(RECALL_HEADER) - 1
     chosen: list[Message] = []
     seen: set[tuple[str, str]] = set()
-    ids: set[str] = set()
     days: set[str] = set()
     for message in recalled:
         said = (message.role, " ".join(message.content.lower().split()))
         day = recall_day(message)
         cost = count_tokens(recall_line(message)) + 1 + (0 if day in days else count_tokens(day) + 1)
-        if said not in seen and message.message_id not in ids and cost <= left:
+        if said not in seen and cost <= left:
             chosen.append(message)
             seen.add(said)
-            ids.add(message.message_id)
             days.add(day)
             left -= cost
     lines: list[str] = []
