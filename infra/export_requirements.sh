@@ -9,5 +9,3 @@ export_group --no-default-groups > layers/onboarding/requirements.txt
 # (first on the path) would be the one imported.
 export_group --only-group sms | grep -v -x -F -f layers/onboarding/requirements.txt > layers/twilio/requirements.txt
 export_group --only-group api | grep -v -x -F -f layers/onboarding/requirements.txt > functions/api/requirements.txt
-# The embeddings layer is numpy alone, at the version the onboarding layer's dependencies pin.
-grep -E '^numpy==' layers/onboarding/requirements.txt > layers/embeddings/requirements.txt

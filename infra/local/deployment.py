@@ -281,7 +281,11 @@ def recall_index_request(deployment: LocalDeployment) -> dict[str, Any]:
         "dimension": int(properties["Dimension"]),
         "distanceMetric": properties["DistanceMetric"],
         "metadataConfiguration": {
-            "nonFilterableMetadataKeys": properties["MetadataConfiguration"]["NonFilterableMetadataKeys"]
+            "nonFilterableMetadataKeys": properties["MetadataConfiguration"]["NonFilterableMetadataKeys"],
+            "textSearchConfigurations": [
+                {"metadataKey": c["MetadataKey"], "language": c["Language"]}
+                for c in properties["MetadataConfiguration"].get("TextSearchConfigurations", [])
+            ],
         },
     }
 

@@ -101,7 +101,7 @@ def test_the_aws_path_judges_each_answer_and_counts_an_unparseable_verdict_as_wr
     assert coach_calls
     assert {r.model_id for r in coach_calls} == {COACH}
     tiny = found["datasets"]["LoCoMo"]
-    assert tiny["ours"]["recall"] == tiny["answerable"] == 3
+    assert tiny["ours"]["strict"] == tiny["answerable"] == 3
     assert tiny["ours"]["abstention_clean"] == 1
     report = (out / "memory-benchmark.md").read_text(encoding="utf-8")
     assert (

@@ -27,11 +27,11 @@ def test_the_quick_memory_benchmark_recalls_the_evidence_and_never_a_stale_value
     saved = json.loads((tmp_path / ".local" / "memory-benchmark.json").read_text(encoding="utf-8"))
     figures = saved["figures"]["datasets"]["synthetic"]
     assert figures["answerable"] >= 10
-    assert figures["ours"]["recall"] == figures["answerable"]
+    assert figures["ours"]["strict"] == figures["answerable"]
     assert figures["ours_updates_current"] == figures["updates"] == 4
-    assert figures["window-15"]["recall"] < figures["answerable"]
-    assert figures["all-history"]["recall"] == figures["answerable"]
-    assert saved["figures"]["turns_measured"] > 0  # the added latency is measured on real turns
+    assert figures["window-15"]["strict"] < figures["answerable"]
+    assert figures["all-history"]["strict"] == figures["answerable"]
+    assert figures["added_ms_p95"]["ours"] is not None  # recall's added latency, with less without
     out_dir = tmp_path / ".local"
     assert sorted(p.name for p in out_dir.iterdir()) == [
         "memory-benchmark.json",
@@ -59,10 +59,10 @@ def test_the_full_run_keeps_the_synthetic_goals_and_reads_locomo_whole_when_give
     saved = json.loads((tmp_path / ".local" / "memory-benchmark.json").read_text(encoding="utf-8"))
     synthetic = saved["figures"]["datasets"]["synthetic"]
     assert synthetic["conversations"] == count
-    assert synthetic["ours"]["recall"] == synthetic["answerable"]
+    assert synthetic["ours"]["strict"] == synthetic["answerable"]
     assert synthetic["ours_superseded_as_current"] == 0
     if data:
         locomo = saved["figures"]["datasets"]["LoCoMo"]
         assert locomo["conversations"] == count
-        assert locomo["all-history"]["recall"] >= 0.95 * locomo["answerable"]  # the ceiling: what the data allows
+        assert locomo["all-history"]["strict"] >= 0.95 * locomo["answerable"]  # the ceiling: what the data allows
         assert locomo["unparsed_evidence"]  # LoCoMo's own malformed ids are reported, not dropped

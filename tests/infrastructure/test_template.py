@@ -78,8 +78,6 @@ PACKAGES = {
     ),
     "layers/twilio/requirements.txt": ("twilio", "cryptography"),
     "functions/api/requirements.txt": ("fastapi", "uvicorn", "starlette"),
-    # numpy alone, copied from the onboarding layer's pins (its version depends on the runtime's Python).
-    "layers/embeddings/requirements.txt": (),
 }
 
 

@@ -1,10 +1,9 @@
 """The onboarding layer is built without numpy and zstandard (layers/onboarding/Makefile): only
-parts of langchain-aws and langsmith import them. zstandard is never imported; numpy is, by
-langchain-aws's BedrockEmbeddings, in the functions that embed (recall), which get it from the
-embeddings layer alone. The Twilio layer is built without Twilio's async client (aiohttp and its
-stack) and the REST domains other than `api` (layers/twilio/Makefile). Every function must still
-start and answer its sample event with what its layers leave out made unimportable, as it is in
-Lambda."""
+parts of langchain-aws and langsmith import them, and no function of ours does (recall calls Titan
+with its JSON body, onboarding/recall/embeddings.py). The Twilio layer is built without Twilio's
+async client (aiohttp and its stack) and the REST domains other than `api` (layers/twilio/Makefile).
+Every function must still start and answer its sample event with what its layers leave out made
+unimportable, as it is in Lambda."""
 
 import json
 import subprocess
@@ -39,11 +38,10 @@ TWILIO_LEFT_OUT = (
 
 
 def left_out_of(function: str) -> tuple[str, ...]:
-    """What the function's layers do not ship: numpy comes with the embeddings layer, twilio and
-    cryptography with the Twilio layer."""
+    """What the function's layers do not ship: twilio and cryptography come with the Twilio layer,
+    which leaves out Twilio's async client and its REST domains but `api`."""
     layers = load_template()["Resources"][function]["Properties"].get("Layers", [])
-    left_out = tuple(name for name in LEFT_OUT if not (name == "numpy" and {"Ref": "EmbeddingsLayer"} in layers))
-    return left_out + (TWILIO_LAYER_ONLY if {"Ref": "TwilioLayer"} not in layers else TWILIO_LEFT_OUT)
+    return LEFT_OUT + (TWILIO_LAYER_ONLY if {"Ref": "TwilioLayer"} not in layers else TWILIO_LEFT_OUT)
 
 
 def test_the_makefiles_leave_out_exactly_these_packages() -> None:
@@ -77,13 +75,13 @@ def test_each_function_answers_without_the_left_out_packages(local_stack: LocalS
     assert result["failed_records"] == 0, result  # a text was answered, not left for a retry
 
 
-def test_only_the_functions_that_embed_get_numpy() -> None:
-    """The SMS webhook never embeds: it stays without numpy (and its 51 MB)."""
-    embedding = {"ApiFunction", "SmsWorkerFunction", "RecallIndexerFunction"}
+def test_no_function_ships_numpy() -> None:
+    """Recall embeds without it: no layer brings numpy (and its 51 MB) back."""
     functions = [
         name for name, body in load_template()["Resources"].items() if body["Type"] == "AWS::Serverless::Function"
     ]
-    assert {name for name in functions if "numpy" not in left_out_of(name)} == embedding
+    assert all("numpy" in left_out_of(name) for name in functions)
+    assert not [name for name, body in load_template()["Resources"].items() if "numpy" in str(body).lower()]
 
 
 @pytest.mark.parametrize(("module", "refused"), [("numpy", "numpy"), ("twilio.rest.voice.v1", "twilio.rest.voice")])

@@ -16,6 +16,7 @@ from infra.local.stack import LocalStack, temporary_environment
 from onboarding.config import Settings
 from onboarding.llm.sections import RECALL_HEADER
 from onboarding.persistence import Repositories
+from onboarding.recall.vectors import SEARCHED_KEY
 from tests.support.deployed_flows import bearer, new_phone, new_user, operator_table, replies_to, text
 from tests.support.tcp_proxy import TcpProxy
 
@@ -39,6 +40,14 @@ def chat(stack: LocalStack, user: str, message: str) -> str:
 def vectors_of(stack: LocalStack, user: str) -> list[str]:
     keys = stack.s3vectors.buckets[RECALL_BUCKET_NAME][RECALL_INDEX_NAME].vectors
     return [key for key in list(keys) if key.rpartition("#")[0] == user]
+
+
+def found_by_words(stack: LocalStack, user: str, words: str) -> list[str]:
+    """The user's messages the index's full-text search finds for `words` (BM25 on `said`, as a turn's
+    hybrid query asks it), by their text."""
+    index = stack.s3vectors.buckets[RECALL_BUCKET_NAME][RECALL_INDEX_NAME]
+    found = index.query(None, [{"text": words, "metadataKey": SEARCHED_KEY}], 100, {"user": user})
+    return [index.vectors[key][1]["text"] for key, _ in found]
 
 
 def recall_section(stack: LocalStack, since: int) -> str:
@@ -65,9 +74,11 @@ def test_an_erase_takes_the_vectors_at_once(stack: LocalStack) -> None:
     chat(stack, user, "My sister's name is Ingrid")
     stack.drain_index()
     assert vectors_of(stack, user)
+    assert "My sister's name is Ingrid" in found_by_words(stack, user, "sister Ingrid")
     erased = HTTP.delete(f"{stack.api_url}/me", headers=bearer(user))
     assert erased.status_code == 200, erased.text
     assert vectors_of(stack, user) == []  # before the stream's removals reach the indexer
+    assert found_by_words(stack, user, "sister Ingrid") == []  # the words went with the vectors
     stack.drain_index()
     assert vectors_of(stack, user) == []
 
@@ -86,7 +97,9 @@ def test_a_linked_phone_s_texts_move_into_the_app_user_s_recall(stack: LocalStac
     assert "Linked!" in text(stack, phone, "YES").text
     stack.drain_index()
     assert vectors_of(stack, owner) == []
+    assert found_by_words(stack, owner, "cat Pixel") == []
     assert len(vectors_of(stack, user)) == texted  # the text and the coach's words, now the app user's
+    assert "My cat is called Pixel" in found_by_words(stack, user, "cat Pixel")  # searchable as theirs
     for number in range(8):
         chat(stack, user, FILLER.format(number))
     stack.drain_index()

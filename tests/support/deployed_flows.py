@@ -171,8 +171,8 @@ def the_summary_fold(stack: LocalStack) -> None:
 
 def the_recall_index_follows_the_table(stack: LocalStack) -> None:
     """The indexer (fed by the table's stream) embeds each message with the one it answers and writes
-    it; a later turn recalls it (an embedding and a filtered query); an erase deletes the vectors and
-    the stream's removals reach the indexer too."""
+    it with its words; a later turn recalls it (an embedding and a filtered hybrid query); an erase
+    deletes the vectors and their words, and the stream's removals reach the indexer too."""
     from infra.local.deployment import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
 
     user = new_user()
@@ -181,9 +181,13 @@ def the_recall_index_follows_the_table(stack: LocalStack) -> None:
     stack.drain_index()
     assert any(key.startswith(f"{user}#") for key in list(vectors)), "nothing indexed"
     chat(stack, user, "What is my dog called?")
+    index = stack.s3vectors.buckets[RECALL_BUCKET_NAME][RECALL_INDEX_NAME]
+    said = [{"text": "dog Biscuit", "metadataKey": "said"}]
+    assert index.query(None, said, 10, {"user": user}), "the words are not searchable"
     assert HTTP.delete(f"{stack.api_url}/me", headers=bearer(user)).status_code == 200
     stack.drain_index()
     assert not any(key.startswith(f"{user}#") for key in list(vectors)), "vectors outlived the erase"
+    assert not index.query(None, said, 10, {"user": user}), "the words outlived the erase"
 
 
 # --- SMS ----------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""The memory benchmark's data and scoring (issues 18 and 31): the loader reads LoCoMo's layouts
-faithfully (both speakers, captions, dates, evidence ids read tolerantly and the unreadable ones
-reported), answers match on whole words, the baselines come from the original transcript, and the
-scores fail when the memory does. The protocol's run on the local stack: the integration test."""
+"""The memory benchmark's data and scoring: the loader reads LoCoMo's layouts faithfully (both
+speakers, captions, dates, evidence ids read tolerantly and the unreadable ones reported), evidence
+is searched in what the model read but never in the question, answers match on whole words, the
+baselines come from the original transcript within our budget, and the scores fail when the memory
+does. The protocol's run on the local stack: the integration test."""
 
 import argparse
 import json
@@ -10,14 +11,23 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
 
 from infra.bench.memory_benchmark.__main__ import datasets
-from infra.bench.memory_benchmark.baselines import CEILING, transcript, windows
-from infra.bench.memory_benchmark.dataset import CATEGORIES, MEM0_LABELS, DatasetError, load, parse_evidence, to_locomo
-from infra.bench.memory_benchmark.figures import table
-from infra.bench.memory_benchmark.matching import has_words, words
-from infra.bench.memory_benchmark.scoring import found, score_ours, score_window
+from infra.bench.memory_benchmark.dataset import CATEGORIES, MEM0_LABELS, DatasetError, load, parse_evidence
+from infra.bench.memory_benchmark.replay import QuestionResult
+from infra.bench.memory_benchmark.report import MEMORIES, figures, table
+from infra.bench.memory_benchmark.scoring import (
+    CEILING,
+    Baselines,
+    Score,
+    evidence,
+    has_words,
+    recorded_parts,
+    score_ours,
+    score_window,
+    transcript,
+    words,
+)
 from infra.bench.memory_benchmark.synthetic import conversations
 from infra.local.bedrock_emulator.recorded import RecordedRequest
 
@@ -35,9 +45,9 @@ def test_both_speakers_are_read_and_the_caption_is_part_of_the_image_turn() -> N
     [c] = load(TINY)
     assert (c.client, c.other, c.dialogs, c.client_turns) == ("Joanna", "Nate", 6, 3)
     assert c.has_other_party
-    said = transcript(c)  # the conversation as said: Nate's lines are the AI's, word for word
-    assert [type(m).__name__ for m in said] == ["HumanMessage", "AIMessage"] * 3
-    assert said[1].content == "Nice one! I adopted a turtle named Shelly last week."
+    said = transcript(c)  # the conversation as said, both speakers, word for word
+    assert len(said) == 6
+    assert said[1] == "Nice one! I adopted a turtle named Shelly last week."
     image = c.dialog("D1:3")
     assert image is not None
     assert image.caption == "a photo of a red bicycle leaning on a brick wall"
@@ -132,25 +142,48 @@ def test_answers_and_traps_match_whole_words_after_locomo_s_normalisation() -> N
 
 def test_the_ceiling_holds_everything_said_and_the_rules_show_in_its_scores() -> None:
     [c] = load(TINY)
-    history = transcript(c)
+    baselines = Baselines(transcript(c))
     by_question = {q.question: q for q in c.questions}
     scored = {
-        q.question: score_window(q, c, windows(history, q.question, 12_000)[CEILING], q.question) for q in c.questions
+        q.question: score_window(q, c, baselines.windows(q.question, 12_000)[CEILING], q.question) for q in c.questions
     }
-    assert scored["What is the name of Nate's turtle?"].via == "evidence"  # speaker_b's line
-    assert scored["What colour is the bicycle Joanna bought?"].via == "evidence"  # the caption
-    assert scored["What did Joanna do before the race?"].evidence_share == 1.0
-    assert not scored["How many races has Joanna run?"].recalled  # "2" is not in "2026"
+    assert scored["What is the name of Nate's turtle?"].strict  # speaker_b's line
+    assert scored["What colour is the bicycle Joanna bought?"].strict  # the caption
+    assert scored["What did Joanna do before the race?"].share == 1.0
+    assert not scored["How many races has Joanna run?"].loose  # "2" is not in "2026"
     assert not scored["Did Nate run the race too?"].false_evidence  # "Yes" is not in "Yesterday"
     trap = by_question["Did Nate run the race too?"]
-    assert score_window(trap, c, [HumanMessage("yes, he did")], trap.question).false_evidence
+    assert score_window(trap, c, ["yes, he did"], trap.question).false_evidence
 
 
-def test_an_answer_found_without_the_evidence_is_reported_as_such() -> None:
+def test_an_answer_found_without_the_evidence_is_only_a_loose_recall() -> None:
     [c] = load(TINY)
     question = next(q for q in c.questions if q.answer == "Shelly")
-    assert found(question, c, "Shelly says hi too.") == ("answer", 0.0)
-    assert found(question, c, "nothing here") == ("", 0.0)
+    assert evidence(question, c, "Shelly says hi too.") == (False, False, 0.0, True)
+    assert evidence(question, c, "nothing here") == (False, False, 0.0, False)
+    before = next(q for q in c.questions if q.question == "What did Joanna do before the race?")  # two lines
+    one_line = c.dialog(before.evidence[0])
+    assert one_line is not None
+    assert evidence(before, c, one_line.content)[:3] == (False, True, 0.5)  # some, not strict
+
+
+def test_the_question_is_never_searched_for_the_evidence_or_the_answer() -> None:
+    [c] = load(TINY)
+    turtle = next(q for q in c.questions if q.answer == "Shelly")
+    asked = "Nice one! I adopted a turtle named Shelly last week. Is the turtle Shelly?"  # quotes its evidence
+    ours = score_ours(turtle, c, recorded_parts([_request("You are Coach.", asked)]), 100)
+    assert (ours.strict, ours.some, ours.loose) == (False, False, False)
+    assert not score_window(turtle, c, [], asked).loose
+
+
+def test_the_bm25_baseline_keeps_the_best_ranked_lines_within_our_budget_in_the_order_said() -> None:
+    history = ["My turtle is called Shelly.", *[f"We talked about the weather, day {n}." for n in range(40)]]
+    history.append("Shelly the turtle loves lettuce.")
+    kept = Baselines(history).windows("What does my turtle Shelly eat?", 60)
+    assert kept["bm25"] == [history[0], history[-1]]
+    assert kept["full-cut"][-1] == history[-1] and history[0] not in kept["full-cut"]  # noqa: PT018
+    assert len(kept["window-15"]) < 15  # the seed's window, cut to the budget too
+    assert kept[CEILING] == history
 
 
 def test_categories_are_named_as_locomo_s_evaluation_code_and_mem0_s_labels_are_given() -> None:
@@ -165,13 +198,8 @@ def test_categories_are_named_as_locomo_s_evaluation_code_and_mem0_s_labels_are_
     assert MEM0_LABELS[3] == "multi-hop"
 
 
-def test_the_synthetic_conversations_are_what_the_issue_asks_for(tmp_path: Path) -> None:
-    written = conversations(10)
-    path = tmp_path / "ours.json"
-    path.write_text(json.dumps(to_locomo(written)))
-    read = load(path)
-    assert read == written  # our own data goes through the same loader
-    for c in read:
+def test_the_synthetic_conversations_are_what_the_benchmark_needs() -> None:
+    for c in conversations(10):
         assert not c.has_other_party  # the coach's lines are the coach's to make
         assert c.client_turns >= 300
         assert len(c.sessions) >= 10
@@ -196,17 +224,20 @@ def test_scores_see_a_missing_fact_and_a_superseded_value_presented_as_current()
     [c] = conversations(1, 10, 0)
     weight_now = next(q for q in c.questions if q.question == "How much do I weigh now?")
     old = weight_now.superseded[0]
-    good = _request(f"Already known:\n- fitness_assessment.age_and_body: my weight is {weight_now.answer}", "hi")
-    stale = _request(f"Already known:\n- fitness_assessment.age_and_body: {old}\n\nAbout the client:\n- x", "hi")
-    assert score_ours(weight_now, c, [good]).recalled
-    assert score_ours(weight_now, c, [good]).carrier == "saved answers"
-    assert not score_ours(weight_now, c, [good]).superseded_as_current
-    assert not score_ours(weight_now, c, [stale]).recalled
-    assert score_ours(weight_now, c, [stale]).superseded_as_current
-    history = [HumanMessage(old), AIMessage("ok"), *[HumanMessage("filler")] * 30]
-    kept = windows(history, weight_now.question, 12_000)
+    said = c.dialog(weight_now.evidence[0])
+    assert said is not None
+    good = recorded_parts([_request(f"Already known:\n- fitness_assessment.age_and_body: {said.text}", "hi")])
+    stale = recorded_parts(
+        [_request(f"Already known:\n- fitness_assessment.age_and_body: {old}\n\nAbout the client:\n- x", "hi")]
+    )
+    assert score_ours(weight_now, c, good, 0).strict
+    assert score_ours(weight_now, c, good, 0).carrier == "saved answers"
+    assert not score_ours(weight_now, c, good, 0).superseded_as_current
+    assert not score_ours(weight_now, c, stale, 0).strict
+    assert score_ours(weight_now, c, stale, 0).superseded_as_current
+    kept = Baselines([old, "ok", *["filler"] * 30]).windows(weight_now.question, 12_000)
     window, cut = (score_window(weight_now, c, kept[n], weight_now.question) for n in ("window-15", "full-cut"))
-    assert not window.recalled  # the old value was said 31 messages ago
+    assert not window.holds_old_value  # the old value was said 31 messages ago
     assert cut.holds_old_value
     assert score_window(weight_now, c, kept[CEILING], weight_now.question).tokens > window.tokens
 
@@ -215,41 +246,47 @@ def test_evidence_found_only_with_the_summary_s_help_is_not_claimed() -> None:
     [c] = load(TINY)
     turtle = next(q for q in c.questions if q.answer == "Shelly")
     line = "Nice one! I adopted a turtle named Shelly last week."
-    in_summary = score_ours(turtle, c, [_request(f"Summary of the earlier conversation:\n{line}", "hi")])
-    assert (in_summary.recalled, in_summary.carrier) == (True, "summary")
-    in_window = score_ours(turtle, c, [_request("You are Coach.", line, "What is the name of Nate's turtle?")])
-    assert (in_window.recalled, in_window.carrier) == (True, "window")
+    in_summary = score_ours(
+        turtle, c, recorded_parts([_request(f"Summary of the earlier conversation:\n{line}", "hi")]), 0
+    )
+    assert (in_summary.strict, in_summary.carrier) == (False, "summary")
+    in_window = score_ours(
+        turtle, c, recorded_parts([_request("You are Coach.", line, "What is the name of Nate's turtle?")]), 0
+    )
+    assert (in_window.strict, in_window.carrier) == (True, "window")
 
 
 def test_an_abstention_question_is_scored_for_false_evidence_in_ours_and_the_baselines() -> None:
     [c] = conversations(1, 10, 0)
     cat = next(q for q in c.questions if q.question == "What is the name of my cat?")
     assert cat.trap
-    clean = _request("Already known:\n- fitness_assessment.fitness_level: beginner", "What is my cat's name?")
+    system = "Already known:\n- fitness_assessment.fitness_level: beginner"
+    clean = _request(system, "What is my cat's name?")
     trapped = _request(f"About the client:\n- cat: {cat.trap}", "What is my cat's name?")
-    in_tool_result = [clean, _request("", f"answer_history: {cat.trap.upper()}")]
-    assert not score_ours(cat, c, [clean]).false_evidence
-    assert score_ours(cat, c, [trapped]).false_evidence
-    assert score_ours(cat, c, in_tool_result).false_evidence  # any round the model reads counts
-    quiet = windows([HumanMessage("hello"), AIMessage("hi")], cat.question, 12_000)
+    tool_round = _request(system, "What is my cat's name?", f"answer_history: {cat.trap.upper()}")
+    assert not score_ours(cat, c, recorded_parts([clean]), 0).false_evidence
+    assert score_ours(cat, c, recorded_parts([trapped]), 0).false_evidence
+    assert score_ours(cat, c, recorded_parts([clean, tool_round]), 0).false_evidence  # a later round counts
+    quiet = Baselines(["hello", "hi"]).windows(cat.question, 12_000)
     assert not any(score_window(cat, c, kept, cat.question).false_evidence for kept in quiet.values())
-    told = windows([HumanMessage(f"my cat is {cat.trap}"), AIMessage("ok")], cat.question, 12_000)
-    assert all(score_window(cat, c, kept, cat.question).false_evidence for kept in told.values())
+    told = Baselines([f"my cat is {cat.trap}", "ok"]).windows(cat.question, 12_000)
+    assert all(score_window(cat, c, told[n], cat.question).false_evidence for n in ("full-cut", "window-15", CEILING))
 
 
-def test_the_table_names_each_category_with_mem0_s_label_and_lists_unparsed_ids() -> None:
-    memory = {"recall": 1, "evidence_share": 0.5, "mean_tokens": 100, "tokens_ratio": 0.1, "abstention_clean": 0}
-    f = {
-        "answerable": 2,
-        "abstention_questions": 0,
-        "updates": 0,
-        "ours": memory,
-        "by_category": {"multi-hop": {"questions": 2, "ours": 1}},
-        "ours_answer_only": 0,
-        "summary_only": 0,
-        "by_carrier": {"recall": 1},
-        "unparsed_evidence": ["tiny-1: D9:9"],
-    }
-    lines = "\n".join(table(f))
-    assert "| multi-hop (1; Mem0: single-hop) | 2 | 50.0 % (1/2) |" in lines
-    assert "`tiny-1: D9:9`" in lines
+def test_the_tables_lead_with_strict_recall_by_category_and_list_unparsed_ids() -> None:
+    def result(category: str, strict: bool) -> QuestionResult:
+        scores = {
+            name: Score(strict=strict and name != "recall-off", tokens=100, some=True, share=0.5) for name in MEMORIES
+        }
+        return QuestionResult("LoCoMo", "tiny-1", "q", category, True, False, scores, 1000, 10.0,
+                              {"ours": 5.0, "lexical": 1.0, "dense": 5.0}, ("D9:9",))  # fmt: skip
+
+    f = figures([result("multi-hop", True), result("multi-hop", False)])
+    lines = table(f)
+    assert lines[0].startswith("| strict evidence recall: every evidence line in the prompt | questions | ours: hybrid")
+    assert (
+        "| multi-hop (1; Mem0: single-hop) | 2 | 50.0 % (1/2) | 50.0 % (1/2) | 50.0 % (1/2) | 0.0 % (0/2) |"
+        in "\n".join(lines)
+    )
+    assert "| some evidence line in the prompt | 100.0 % (2/2) |" in "\n".join(lines)
+    assert "`tiny-1: D9:9`" in "\n".join(lines)

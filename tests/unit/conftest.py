@@ -16,6 +16,7 @@ from onboarding.breaker import CircuitBreaker
 from onboarding.config import Settings
 from onboarding.llm.bedrock import build_chat_model
 from onboarding.persistence import Repositories
+from onboarding.recall.vectors import NON_FILTERABLE_KEYS, SEARCHED_KEY
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
 
@@ -65,7 +66,10 @@ def vector_index(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3VectorsStandIn]:
         client.create_vector_bucket(vectorBucketName="recall-test")
         client.create_index(
             vectorBucketName="recall-test", indexName="messages", dataType="float32", dimension=RECALL_DIMENSIONS,
-            distanceMetric="cosine", metadataConfiguration={"nonFilterableMetadataKeys": ["text", "role", "at"]},
+            distanceMetric="cosine", metadataConfiguration={
+                "nonFilterableMetadataKeys": list(NON_FILTERABLE_KEYS),
+                "textSearchConfigurations": [{"metadataKey": SEARCHED_KEY, "language": "en"}],
+            },
         )  # fmt: skip
         yield stand_in
 

@@ -28,8 +28,7 @@ from onboarding.model.messages import Message, Role
 from onboarding.persistence import Repositories
 from onboarding.persistence.changes import MessageChange, message_change
 from onboarding.recall.embeddings import build_embeddings
-from onboarding.recall.indexer import embedded_text
-from onboarding.recall.vectors import metadata, recalled_message, vector_key
+from onboarding.recall.vectors import metadata, recalled_messages, said_text, vector_key
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
 from tests.support.setting_effects import observes
@@ -84,26 +83,32 @@ def recalling(recall_settings: Settings, store: Repositories, llm: BaseChatModel
     return build_turn_service(recall_settings, store, llm)
 
 
-def test_a_message_is_embedded_with_what_it_answers_and_recalled_from_its_metadata() -> None:
+def test_a_message_is_stored_with_what_it_answers_and_recalled_with_it() -> None:
     said = Message(
         "assistant", "Twice a week,  at 7 am", "0001795000000000-0a1b2c3d4e5f", datetime(2026, 5, 1, tzinfo=UTC)
     )
-    asked = Message("user", "How often do I train?")
-    assert embedded_text(said, asked, 1000) == "How often do I train? Twice a week, at 7 am"
-    assert embedded_text(said, asked, 22) == "Twice a week, at 7 am"  # its own text first
+    asked = Message("user", "How often do I train?", "0001794999999000-0a1b2c3d4e5f", datetime(2026, 5, 1, tzinfo=UTC))
+    assert said_text(said, asked, 1000) == "How often do I train? Twice a week, at 7 am"
+    assert said_text(said, asked, 22) == "Twice a week, at 7 am"  # its own text first
     key = vector_key("sms-1#x", said.message_id)
-    assert recalled_message(key, metadata("sms-1#x", said, 1000)) == said  # the user id may hold '#'
-    assert recalled_message(key, {"text": "x", "role": "tool", "at": ""}) is None
+    stored = metadata("sms-1#x", said, asked, 1000)
+    assert stored["said"] == "How often do I train? Twice a week, at 7 am"  # what BM25 searches
+    assert recalled_messages(key, stored) == (said, asked)  # the user id may hold '#'
+    assert recalled_messages(key, metadata("sms-1#x", said, None, 1000)) == (said,)
+    assert recalled_messages(key, {"text": "x", "role": "tool", "at": ""}) == ()
 
 
-def test_the_section_holds_what_fits_its_allowance_in_the_order_it_was_said() -> None:
-    def message(n: int, text: str) -> Message:
-        return Message("user", text, f"{n:013d}-000000000000", datetime(2026, 1, n, tzinfo=UTC))
+def test_the_section_holds_what_fits_its_allowance_in_the_order_it_was_said_under_each_day() -> None:
+    def message(n: int, text: str, day: int) -> Message:
+        return Message("user", text, f"{n:013d}-000000000000", datetime(2026, 1, day, tzinfo=UTC))
 
-    ranked = [message(3, "third " * 10), message(1, "first"), message(2, "second " * 400)]
+    ranked = [message(3, "third " * 10, 3), message(1, "first", 1), message(2, "second " * 400, 1)]
+    ranked.append(message(4, "fourth", 3))
     lines = recall_lines(ranked, 200)
-    assert lines == ["- 2026-01-01 Client: first", "- 2026-01-03 Client: " + " ".join(["third"] * 10)]
+    assert lines == ["2026-01-01:", "- Client: first", "2026-01-03:", "- Client: " + " ".join(["third"] * 10),
+                     "- Client: fourth"]  # fmt: skip
     assert recall_lines(ranked, 10) == []  # not even the header fits
+    assert recall_lines([ranked[1], ranked[1]], 200) == ["2026-01-01:", "- Client: first"]  # a hit and a neighbour
 
 
 def test_a_line_said_again_and_again_is_shown_once_and_leaves_room_for_one_said_once() -> None:
@@ -114,9 +119,12 @@ def test_a_line_said_again_and_again_is_shown_once_and_leaves_room_for_one_said_
     ranked = [message(n, small_talk if n % 2 else small_talk.upper()) for n in range(1, 9)]
     ranked += [message(9, small_talk, role="assistant"), message(10, "By the way, my dog is called Rocket.")]
     expected = [  # the most relevant copy (its day), the coach's words apart, then the aside
-        "- 2026-01-01 Client: Sorry, the dog needed me. Where were we?",
-        "- 2026-01-09 Coach: Sorry, the dog needed me. Where were we?",
-        "- 2026-01-10 Client: By the way, my dog is called Rocket.",
+        "2026-01-01:",
+        "- Client: Sorry, the dog needed me. Where were we?",
+        "2026-01-09:",
+        "- Coach: Sorry, the dog needed me. Where were we?",
+        "2026-01-10:",
+        "- Client: By the way, my dog is called Rocket.",
     ]
     allowance = count_tokens(RECALL_HEADER) + 1 + sum(count_tokens(line) + 1 for line in expected)
     assert recall_lines(ranked, allowance) == expected
@@ -132,7 +140,7 @@ async def test_a_turn_recalls_what_was_said_days_ago_into_its_own_section(
     await turn(recalling, "u", "What is my dog called again?")
     system = system_of(emulator, before)
     section = system[system.index(RECALL_HEADER) :].split("\n\n")[0]
-    assert "Client: By the way, my dog is called Biscuit" in section
+    assert "- Client: By the way, my dog is called Biscuit" in section
     assert section.index("Biscuit and he loves") < section.index("knee") if "knee" in section else True
     assert vector_index.queries == 1
     responded = logged(caplog, "turn_responded")[-1]
@@ -171,7 +179,7 @@ async def test_the_section_has_its_own_allowance_inside_the_budget(
     )
     agent = (await build_turn_service(tight, store, llm).preview("u", asked, caller)).prepared.agent
     plan = agent.prompt_plan(asked)
-    assert len(agent.recall_lines) == 1  # several match; one fits 80 tokens with the header
+    assert len([line for line in agent.recall_lines if line.startswith("- ")]) == 1  # one fits 80 tokens
     assert RECALL_HEADER in plan.system
     assert "Client said: hello" in plan.system  # the summary is not cut to make room for it
     assert plan.total_tokens <= plan.budget
@@ -348,7 +356,7 @@ def test_no_index_configured_means_no_recall_and_nothing_to_forget(settings: Set
 def test_the_recall_lines_are_json_free_of_tool_calls() -> None:
     # The line format the prompt and the benchmark read: a day, who, the words on one line.
     line = recall_lines([Message("assistant", "Keep\nit  light", "1", datetime(2026, 2, 3, tzinfo=UTC))], 100)
-    assert json.dumps(line) == json.dumps(["- 2026-02-03 Coach: Keep it light"])
+    assert json.dumps(line) == json.dumps(["2026-02-03:", "- Coach: Keep it light"])
 
 
 def test_the_recall_flag_rolls_out_like_the_others(tmp_path: Any) -> None:
@@ -382,7 +390,8 @@ async def test_the_index_is_asked_for_recall_top_k_matches(
     for top_k in (2, 40):
         found = await recall_of(recall_settings.model_copy(update={"recall_top_k": top_k}))
         assert vector_index.last_query["topK"] == top_k
-        assert len(found.messages) == min(top_k, 4)
+        # Each hit is followed by the message it answers (the first message answers none): 4 hits, 7 messages.
+        assert len(found.messages) <= 4 if top_k == 2 else len(found.messages) == 7
 
 
 @observes("recall_timeout_s")
@@ -398,11 +407,7 @@ async def test_recall_waits_at_most_recall_timeout_s(recall_settings: Settings, 
 def test_embeddings_have_embedding_dimensions_values(recall_settings: Settings) -> None:
     for size in (256, 512):
         assert (
-            len(
-                build_embeddings(recall_settings.model_copy(update={"embedding_dimensions": size}), True).embed_query(
-                    "hi"
-                )
-            )
+            len(build_embeddings(recall_settings.model_copy(update={"embedding_dimensions": size})).embed_query("hi"))
             == size
         )
 
@@ -438,3 +443,37 @@ async def test_recall_embeds_with_embedding_model_id(recall_settings: Settings, 
     assert (
         await recall_of(recall_settings.model_copy(update={"embedding_model_id": "cohere.embed-english-v3"}))
     ).failed
+
+
+@observes("recall_mode")
+async def test_recall_mode_chooses_what_the_index_ranks_by(
+    dynamodb: Any, recall_settings: Settings, store: Repositories, vector_index: S3VectorsStandIn,
+    emulator: BedrockEmulator,
+) -> None:  # fmt: skip
+    stored_earlier(dynamodb, recall_settings, "u")
+    index_stored(recall_settings, store, "u")
+    asked = {}
+    for mode in ("hybrid", "lexical", "dense"):
+        embedded = emulator.embeddings
+        found = await recall_of(recall_settings.model_copy(update={"recall_mode": mode}), "Is my knee still hurting?")
+        query = vector_index.last_query
+        asked[mode] = ("queryVector" in query, [t["metadataKey"] for t in query.get("queryTexts", [])])
+        assert emulator.embeddings - embedded == (0 if mode == "lexical" else 1)  # lexical makes no embedding
+        assert "I hurt my left knee skiing in March" in [m.content for m in found.messages]
+    assert asked == {"hybrid": (True, ["said"]), "lexical": (False, ["said"]), "dense": (True, [])}
+
+
+async def test_an_erase_takes_the_words_with_the_vectors(
+    dynamodb: Any, recall_settings: Settings, store: Repositories, vector_index: S3VectorsStandIn
+) -> None:
+    """The index searches the words beside the vectors: after an erase neither finds the user's messages."""
+    lexical = recall_settings.model_copy(update={"recall_mode": "lexical"})
+    for user in ("u", "other"):
+        stored_earlier(dynamodb, recall_settings, user)
+        index_stored(recall_settings, store, user)
+    assert (await recall_of(lexical, "Biscuit the dog")).messages
+    build_account(recall_settings, store).erase("u")
+    for settings in (lexical, recall_settings):
+        assert (await recall_of(settings, "Biscuit the dog")).messages == ()
+    other = await build_recaller(lexical).recall("other", "Biscuit the dog", wait_s=10)  # type: ignore[union-attr]
+    assert "Biscuit" in other.messages[0].content

@@ -1,5 +1,5 @@
-"""A LoCoMo-protocol memory benchmark, offline: our memory with and without recall, beside three
-baselines and the whole history, in one run.
+"""A LoCoMo-protocol memory benchmark, offline: our memory with hybrid, lexical-only and dense-only
+recall and without it, beside baselines at our prompt's budget and the whole history, in one run.
 
     uv run python -m infra.memory_benchmark                     # 10 synthetic conversations of 300 turns
     uv run python -m infra.memory_benchmark --quick             # 1 short conversation (CI)
@@ -16,27 +16,30 @@ docs/memory-benchmark.md. Writes memory-benchmark.md, .png, .json and .log to --
 
 import argparse
 import json
-import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from infra.bench.memory_benchmark import report
-from infra.bench.memory_benchmark.aws import BedrockRecorder, has_credentials, model_endpoint
 from infra.bench.memory_benchmark.dataset import Conversation, DatasetError, load
-from infra.bench.memory_benchmark.figures import figures, percentile
-from infra.bench.memory_benchmark.judge import JUDGE_MODEL_ENV, LlmJudge, accuracy, judge_settings
+from infra.bench.memory_benchmark.judge import (
+    JUDGE_MODEL_ENV,
+    BedrockRecorder,
+    LlmJudge,
+    accuracy,
+    has_credentials,
+    judge_settings,
+    model_endpoint,
+)
 from infra.bench.memory_benchmark.replay import QuestionResult, Replayer
+from infra.bench.memory_benchmark.report import figures
 from infra.bench.memory_benchmark.synthetic import conversations
 from infra.local.data import local_folder
 from infra.local.stack import LocalStack
 from infra.local.terminal import Progress, logs_to
-from onboarding import telemetry
 from onboarding.config import DEFAULT_MODEL_ID, Settings
 from onboarding.llm.bedrock import build_chat_model
 from onboarding.memory.tokens import count_tokens
@@ -56,34 +59,6 @@ ENVIRONMENT = {
 # One client replays months of conversation in minutes: the WAF's per-client rate rule (a load
 # test's case, infra/local/stack.py) would refuse it.
 ONE_CLIENT = {"WafRateLimiting": "Disabled"}
-
-
-class TurnLatencies(logging.Handler):
-    """The recall figures of every real turn of the run (their `turn_responded` log lines)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.recall_ms: list[float] = []
-        self.added_ms: list[float] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        fields = vars(record)
-        if record.getMessage() == "turn_responded" and fields.get("recall_ms") is not None:
-            self.recall_ms.append(float(fields["recall_ms"]))
-            self.added_ms.append(float(fields.get("recall_wait_ms") or 0))
-
-
-@contextmanager
-def turn_latencies() -> Iterator[TurnLatencies]:
-    # On the logger that writes the line itself: the functions' service logger does not propagate
-    # to the root, so a root handler hears nothing once POWERTOOLS_SERVICE_NAME is set.
-    source = logging.getLogger(telemetry.logger.name)
-    handler = TurnLatencies()
-    source.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        source.removeHandler(handler)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -131,7 +106,7 @@ def run(chosen: dict[str, list[Conversation]], args: argparse.Namespace, out: Pa
     recorder = BedrockRecorder() if args.aws else None
     judge: LlmJudge | None = None
     region = ""
-    with turn_latencies() as latencies, Progress("memory benchmark", work, "turns") as progress:
+    with Progress("memory benchmark", work, "turns") as progress:
         for name, conversations_ in chosen.items():
             for number, conversation in enumerate(conversations_):
                 # A stack (and table) per conversation: each starts from an empty memory and index.
@@ -145,16 +120,12 @@ def run(chosen: dict[str, list[Conversation]], args: argparse.Namespace, out: Pa
                     if args.aws and judge is None:
                         judge = LlmJudge(build_chat_model(judge_settings(Settings.from_env(), args.judge_model)))
                     replayer = Replayer(stack, conversation, name, GAP_S + 0.2, number, recorder, judge)
-                    results[name] += replayer.run(TOKEN_BUDGET, progress)
+                    results[name] += replayer.run(progress)
     found: dict[str, Any] = {"datasets": {name: figures(found) for name, found in results.items()}}
     for name, conversations_ in chosen.items():  # what a message costs to embed, on average
         said = [count_tokens(d.content) for c in conversations_ for s in c.sessions for d in s.dialogs]
         found["datasets"][name]["mean_message_tokens"] = round(sum(said) / len(said), 1) if said else 0.0
-    found["turn_recall_ms_p50"] = percentile(latencies.recall_ms, 0.5)
-    found["turn_recall_ms_p95"] = percentile(latencies.recall_ms, 0.95)
-    found["turn_added_ms_p50"] = percentile(latencies.added_ms, 0.5)
-    found["turn_added_ms_p95"] = percentile(latencies.added_ms, 0.95)
-    found["turns_measured"] = len(latencies.recall_ms)
+    found["added_ms_p95"] = max((f["added_ms_p95"]["ours"] or 0.0) for f in found["datasets"].values())
     if args.aws:
         found |= {
             "mode": "aws",

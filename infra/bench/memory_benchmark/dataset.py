@@ -1,4 +1,4 @@
-"""Conversations and questions in LoCoMo's JSON layout, read and written.
+"""Conversations and questions in LoCoMo's JSON layout, read.
 
 LoCoMo's `locomo10.json` is a list of samples; each has `sample_id`, `conversation` (`speaker_a`,
 `speaker_b`, `session_<n>_date_time` and `session_<n>`: a list of `{"speaker", "dia_id", "text"}`,
@@ -227,35 +227,3 @@ def load(path: Path) -> list[Conversation]:
     if not found:
         raise DatasetError(f"{path}: no conversation in LoCoMo's layout")
     return sorted(found, key=lambda c: c.sample_id) if path.is_dir() or zipfile.is_zipfile(path) else found
-
-
-def to_locomo(conversations: Sequence[Conversation]) -> list[dict[str, Any]]:
-    """`conversations` in LoCoMo's layout (what `load` reads back)."""
-    samples = []
-    for c in conversations:
-        body: dict[str, Any] = {"speaker_a": c.client, "speaker_b": c.other}
-        for s in c.sessions:
-            body[f"session_{s.number}_date_time"] = s.date
-            body[f"session_{s.number}_channel"] = s.channel
-            body[f"session_{s.number}"] = [
-                {"speaker": d.speaker, "dia_id": d.dia_id, "text": d.text}
-                | ({"blip_caption": d.caption} if d.caption else {})
-                for d in s.dialogs
-            ]
-        qa = []
-        for q in c.questions:
-            entry: dict[str, Any] = {
-                "question": q.question, "evidence": [*q.evidence, *q.unparsed], "category": q.category,
-            }  # fmt: skip
-            entry |= (
-                {"answer": q.answer}
-                if q.answer is not None
-                else {"adversarial_answer": q.trap}
-                if q.trap
-                else {"answer": None}
-            )
-            if q.superseded:
-                entry["superseded"] = list(q.superseded)
-            qa.append(entry)
-        samples.append({"sample_id": c.sample_id, "conversation": body, "qa": qa})
-    return samples

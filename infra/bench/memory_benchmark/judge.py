@@ -1,4 +1,13 @@
-"""The LLM judge of `--aws`: a second Bedrock call that labels the coach's answer CORRECT or WRONG.
+"""`--aws`: the same benchmark with the real model, and the LLM judge of its answers: a second
+Bedrock call that labels the coach's answer CORRECT or WRONG.
+
+The model is whatever the standard environment names: real Bedrock with the process's own
+credentials and region, or any endpoint `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` points at (the tests
+point it at the emulator, whose judge is a test double). DynamoDB and the index stay local: the
+benchmark measures the memory the turn path builds, and leaves nothing behind in an account.
+Offline, the emulator records each request it answers; here a handler on boto3's default session
+(every client of ours is made on it, the functions run in this process) records each Converse and
+ConverseStream call's parameters, the same JSON body the emulator records.
 
 The prompt follows the one LoCoMo results are usually judged with (Mem0's evaluation: question,
 gold answer, generated answer; generous on wording, strict on the fact; the label as JSON). An
@@ -11,16 +20,20 @@ A judge call that fails (after the builder's retries) is "failed": also wrong, a
 the run goes on (a long paid run is not lost to one throttled call).
 """
 
+import os
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from infra.bench.memory_benchmark.dataset import Question
 from infra.local.bedrock_emulator.judge_prompt import JUDGE_SYSTEM_PROMPT, NO_ANSWER
+from infra.local.bedrock_emulator.recorded import RecordedRequest
 from onboarding.config import Settings
 
 CORRECT, WRONG, UNPARSEABLE, FAILED = "CORRECT", "WRONG", "unparseable", "failed"
@@ -106,3 +119,39 @@ def accuracy_rows(found: Mapping[str, Any]) -> list[str]:
             f"| {share} |"
         )
     return rows
+
+
+OPERATIONS = {"ConverseStream": "converse-stream", "Converse": "converse"}
+
+
+class BedrockRecorder:
+    """Records the Bedrock Converse requests of every client made on boto3's default session after
+    it is created (clients copy their session's handlers when they are made)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        session = boto3.DEFAULT_SESSION or boto3.Session()
+        boto3.DEFAULT_SESSION = session  # the session every client of ours is made on
+        for operation in OPERATIONS:
+            session.events.register(f"provide-client-params.bedrock-runtime.{operation}", self._record)
+
+    def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        body = {key: value for key, value in params.items() if key != "modelId"}
+        request = RecordedRequest(str(params.get("modelId", "")), OPERATIONS[model.name], body)
+        with self._lock:
+            self._requests.append(request)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+
+def has_credentials() -> bool:
+    return boto3.Session().get_credentials() is not None
+
+
+def model_endpoint(region: str) -> str:
+    """Where the model's requests go, as the report states it."""
+    return os.environ.get("AWS_ENDPOINT_URL_BEDROCK_RUNTIME") or f"Amazon Bedrock ({region})"

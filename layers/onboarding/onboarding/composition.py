@@ -73,15 +73,16 @@ def build_vector_index(settings: Settings, hot_path: bool = False) -> VectorInde
     return VectorIndex.connecting_when_used(connect, settings.recall_index_arn, settings.embedding_max_chars)
 
 
-def build_recaller(settings: Settings) -> "Recaller | None":
-    """A turn's recall: the index and the embedding model, both with hot-path clients."""
+def build_recaller(settings: Settings, model_client: Any = None) -> "Recaller | None":
+    """A turn's recall: the index (a hot-path client) and the embedding model, on `model_client`
+    (the chat model's bedrock-runtime client: one such client a function)."""
     index = build_vector_index(settings, hot_path=True)
     if index is None:
         return None
     from onboarding.recall.embeddings import build_embeddings
     from onboarding.recall.recaller import Recaller
 
-    return Recaller(build_embeddings(settings, hot_path=True), index, settings.recall)
+    return Recaller(build_embeddings(settings, model_client), index, settings.recall)
 
 
 def build_indexer(settings: Settings) -> "MessageIndexer":
@@ -93,7 +94,7 @@ def build_indexer(settings: Settings) -> "MessageIndexer":
     from onboarding.recall.indexer import MessageIndexer
 
     store = build_repositories(settings)
-    return MessageIndexer(build_embeddings(settings, hot_path=False), index, store.conversations, settings.recall)
+    return MessageIndexer(build_embeddings(settings), index, store.conversations, settings.recall)
 
 
 def build_orchestrator(
@@ -161,7 +162,7 @@ def build_turn_service(
         summarizer=Summarizer(llm, settings.summary_max_tokens),
         store_breaker=CircuitBreaker(settings.store_breaker, name="store"),
         flags=build_memory_flags(settings).for_user,
-        recaller=recaller or build_recaller(settings),
+        recaller=recaller or build_recaller(settings, getattr(llm, "client", None)),
     )
 
 
@@ -222,10 +223,10 @@ def _model_parts(settings: Settings, also: Callable[[], None] | None = None) -> 
     client = _table_client(settings)
     store = Repositories.over(client, settings.table_name, settings)
     llm = build_chat_model(settings)
-    recaller = build_recaller(settings)
+    recaller = build_recaller(settings, llm.client)  # type: ignore[attr-defined]
     clients = [client, llm.client]  # type: ignore[attr-defined]
     if recaller is not None:
-        clients += recaller.clients
+        clients += [c for c in recaller.clients if c not in clients]
     primer = Primer(settings, llm, clients, lambda offline: build_turn_service(offline, store, llm, recaller), also)
     return ModelParts(client, store, llm, recaller, primer)
 

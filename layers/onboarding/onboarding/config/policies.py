@@ -4,6 +4,7 @@ They have no defaults on purpose: every number comes from `onboarding.config.Lim
 """
 
 from dataclasses import dataclass
+from typing import Literal
 
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS
 
@@ -26,12 +27,17 @@ class PromptLimits:
         return self.token_budget - self.system_allowance - self.recall_allowance - MESSAGE_OVERHEAD_TOKENS
 
 
+RecallMode = Literal["hybrid", "lexical", "dense"]
+
+
 @dataclass(frozen=True)
 class RecallPolicy:
-    """Recall of older messages: the section's tokens at most, the matches asked of the index, the
-    wait for the embedding and the query together, the embedding's size and the text it takes."""
+    """Recall of older messages: the section's tokens at most, what the index ranks by, the matches
+    asked of it, the wait for the embedding and the query together, the embedding's size and the
+    text it takes."""
 
     max_tokens: int
+    mode: RecallMode
     top_k: int
     timeout_s: float
     dimensions: int

@@ -14,6 +14,7 @@ from onboarding.config.policies import (
     FoldPolicy,
     PromptLimits,
     RateLimit,
+    RecallMode,
     RecallPolicy,
     RetryPolicy,
 )
@@ -147,9 +148,12 @@ class Limits(_FromEnv):
     # again (a change reaches every instance within this), and how long one fetch may wait.
     feature_flags_max_age_s: int = Field(default=60, ge=1, le=3600, validation_alias="FEATURE_FLAGS_MAX_AGE_S")
     feature_flags_timeout_s: float = Field(default=1.0, gt=0, le=10, validation_alias="FEATURE_FLAGS_TIMEOUT_S")
-    # Recall of older messages (docs/decisions/0025-recall-of-older-messages.md): the "From earlier
-    # conversations" section's own share of the token budget, how many matches the index is asked
-    # for, and how long the turn waits for the embedding and the index query together.
+    # Recall of older messages (docs/decisions/0025-recall-of-older-messages.md, 0033-hybrid-recall.md):
+    # the "From earlier conversations" section's own share of the token budget, how many matches the
+    # index is asked for, how long the turn waits for the embedding and the index query together,
+    # and what the query ranks by: `hybrid` (the words, BM25, and the embedding, fused by the index),
+    # `lexical` (the words alone: no embedding is made) or `dense` (the embedding alone).
+    recall_mode: RecallMode = Field(default="hybrid", validation_alias="RECALL_MODE")
     recall_max_tokens: int = Field(default=2_000, ge=0, le=50_000, validation_alias="RECALL_MAX_TOKENS")
     recall_top_k: int = Field(default=40, ge=1, le=100, validation_alias="RECALL_TOP_K")
     recall_timeout_s: float = Field(default=1.0, gt=0, le=10, validation_alias="RECALL_TIMEOUT_S")
@@ -269,6 +273,7 @@ class Limits(_FromEnv):
     def recall(self) -> RecallPolicy:
         return RecallPolicy(
             max_tokens=self.recall_max_tokens,
+            mode=self.recall_mode,
             top_k=self.recall_top_k,
             timeout_s=self.recall_timeout_s,
             dimensions=self.embedding_dimensions,

@@ -186,7 +186,7 @@ def left_out_note(parts: Sequence[PromptPart], left_out: Mapping[str, int]) -> P
 
 
 RECALL_HEADER = (
-    "From earlier conversations (older messages that may bear on this one, with the day each was said; "
+    "From earlier conversations (older messages that may bear on this one, under the day each was said; "
     "use them only if they do):"
 )
 
@@ -194,29 +194,42 @@ RECALL_HEADER = (
 _WHO = {"user": "Client", "assistant": "Coach"}
 
 
+def recall_day(message: Message) -> str:
+    """The line that opens a day's recalled messages."""
+    return f"{message.created_at.date().isoformat() if message.created_at else 'An earlier day'}:"
+
+
 def recall_line(message: Message) -> str:
-    day = message.created_at.date().isoformat() if message.created_at else "an earlier day"
-    return f"- {day} {_WHO.get(message.role, 'Coach')}: {' '.join(message.content.split())}"
+    return f"- {_WHO.get(message.role, 'Coach')}: {' '.join(message.content.split())}"
 
 
 def recall_lines(recalled: Sequence[Message], max_tokens: int) -> list[str]:
     """The lines of `recalled` (most relevant first) that fit `max_tokens` with the section's
-    header, oldest first. A message too long for what is left is passed over, not cut. A message
-    that repeats one already chosen (the same speaker and words: "sorry, the dog needed me" said on
-    eight days) is shown once, at its most relevant day: its copies would fill the section with one
-    line and push out what was said only once."""
+    header, oldest first, each day's under a line that names it once (a date on every line would
+    cost the room of a few more messages). A message too long for what is left is passed over, not
+    cut. A message that repeats one already chosen (the same speaker and words: a hit that is also
+    another's neighbour, or "sorry, the dog needed me" said on eight days) is shown once, at its
+    most relevant day: its copies would fill the section with one line and push out what was said
+    only once."""
     left = max_tokens - count_tokens(RECALL_HEADER) - 1
     chosen: list[Message] = []
     seen: set[tuple[str, str]] = set()
+    days: set[str] = set()
     for message in recalled:
         said = (message.role, " ".join(message.content.lower().split()))
-        cost = count_tokens(recall_line(message)) + 1
+        day = recall_day(message)
+        cost = count_tokens(recall_line(message)) + 1 + (0 if day in days else count_tokens(day) + 1)
         if said not in seen and cost <= left:
             chosen.append(message)
             seen.add(said)
+            days.add(day)
             left -= cost
-    chosen.sort(key=lambda m: m.message_id)
-    return [recall_line(message) for message in chosen]
+    lines: list[str] = []
+    for message in sorted(chosen, key=lambda m: m.message_id):
+        if (day := recall_day(message)) not in lines:
+            lines.append(day)
+        lines.append(recall_line(message))
+    return lines
 
 
 def recall_section_tokens(lines: Sequence[str]) -> int:

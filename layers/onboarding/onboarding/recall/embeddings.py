@@ -1,26 +1,32 @@
-"""Owns building the embedding model, Amazon Titan Text Embeddings V2 through langchain-aws's
-`BedrockEmbeddings` (the only place that builds one; the chat model is llm/bedrock.py's).
+"""Owns the embedding model: Amazon Titan Text Embeddings V2, called with its documented
+InvokeModel body (`inputText`, `dimensions`, `normalize`) and read from its documented answer
+(`embedding`). The only code that embeds text; the chat model is llm/bedrock.py's.
 
-Its client's timeouts and tries come from the settings: on a turn's hot path one try, cut at
-RECALL_TIMEOUT_S (a slow embedding costs the turn its recall, never its reply); in the indexer,
-off the hot path, botocore's standard tries. The endpoint comes from the standard
-`AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (the local emulator serves embeddings too).
+Not langchain-aws's `BedrockEmbeddings`: it imports numpy (about 50 MB unzipped, and its import on
+every cold start of a function that recalls) for what is one JSON body and one JSON answer.
+
+The client is the function's one bedrock-runtime client: the chat model's where the function has
+one (the API and the SMS worker: onboarding.composition passes it), so recall builds no client of
+its own on their cold path; a turn stops waiting for it at RECALL_TIMEOUT_S (recall/recaller.py),
+and the call itself ends within that client's own timeout. The indexer, which has no chat model,
+gets its own client with botocore's standard tries, off the hot path. The endpoint comes from the
+standard `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (the local emulator serves embeddings too).
 """
 
-from typing import TYPE_CHECKING
+import json
+from typing import Any
 
-import boto3
 from botocore.config import Config
 
 from onboarding.config import Settings
-
-if TYPE_CHECKING:
-    from langchain_aws import BedrockEmbeddings
 
 INDEXER_ATTEMPTS = 3
 
 
 def embeddings_client_config(settings: Settings, hot_path: bool) -> Config:
+    """The recall clients' tries and timeouts: on a turn's hot path one try, cut at
+    RECALL_TIMEOUT_S (a slow recall costs the turn its recall, never its reply); off it (the
+    indexer, an erase) botocore's standard tries."""
     timeout = settings.recall_timeout_s
     attempts = 1 if hot_path else INDEXER_ATTEMPTS
     return Config(
@@ -28,12 +34,33 @@ def embeddings_client_config(settings: Settings, hot_path: bool) -> Config:
     )
 
 
-def build_embeddings(settings: Settings, hot_path: bool) -> "BedrockEmbeddings":
-    from langchain_aws import BedrockEmbeddings
+class TitanEmbeddings:
+    """Titan Text Embeddings V2 (`model_id`) at `dimensions`, normalised (cosine is the index's
+    metric), through `client` (a bedrock-runtime client)."""
 
-    client = boto3.client(
-        "bedrock-runtime", region_name=settings.region, config=embeddings_client_config(settings, hot_path)
-    )
-    return BedrockEmbeddings(
-        client=client, model_id=settings.embedding_model_id, dimensions=settings.embedding_dimensions
-    )
+    def __init__(self, client: Any, model_id: str, dimensions: int) -> None:
+        self.client = client
+        self._model_id = model_id
+        self._dimensions = dimensions
+
+    def embed_query(self, text: str) -> list[float]:
+        body = json.dumps({"inputText": text, "dimensions": self._dimensions, "normalize": True})
+        answer = self.client.invoke_model(
+            modelId=self._model_id, body=body, accept="application/json", contentType="application/json"
+        )
+        return [float(value) for value in json.loads(answer["body"].read())["embedding"]]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """One request a text: Titan V2 takes one `inputText` a call."""
+        return [self.embed_query(text) for text in texts]
+
+
+def build_embeddings(settings: Settings, client: Any = None) -> TitanEmbeddings:
+    """The embedding model on `client` (the function's bedrock-runtime client), or, without one, on a
+    client of its own with the indexer's tries."""
+    if client is None:
+        import boto3
+
+        config = embeddings_client_config(settings, hot_path=False)
+        client = boto3.client("bedrock-runtime", region_name=settings.region, config=config)
+    return TitanEmbeddings(client, settings.embedding_model_id, settings.embedding_dimensions)

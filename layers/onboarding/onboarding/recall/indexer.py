@@ -2,13 +2,10 @@
 stream reports for a message (functions/recall_indexer hands them over) is applied to the index.
 
 A new message is embedded with the message it answers (read from the table: one small Query) and
-written; a removed one (an erase, a linked phone's merge, a TTL expiry) is deleted. Tool calls,
-tool results and blank messages are not indexed. A failure raises, so the stream's record is
-retried (Lambda's event source mapping keeps the order per user).
-
-A message is embedded with the message it answers ("what does my plan say?" with the coach's
-answer), so that a reply is found by the question it answers and a short answer ("yes, twice a
-week") by what was asked.
+written with it (recall/vectors.py: what it is searched and shown as); a removed one (an erase, a
+linked phone's merge, a TTL expiry) is deleted, its words with its vector. Tool calls, tool
+results and blank messages are not indexed. A failure raises, so the stream's record is retried
+(Lambda's event source mapping keeps the order per user).
 """
 
 from collections.abc import Mapping
@@ -18,7 +15,7 @@ from onboarding.config import RecallPolicy
 from onboarding.model.messages import Message
 from onboarding.persistence.changes import MessageChange, message_change
 from onboarding.recall.recaller import Embedder
-from onboarding.recall.vectors import INDEXED_ROLES, IndexEntry, VectorIndex
+from onboarding.recall.vectors import INDEXED_ROLES, IndexEntry, VectorIndex, said_text
 
 Outcome = Literal["indexed", "removed", "skipped"]
 
@@ -26,15 +23,6 @@ Outcome = Literal["indexed", "removed", "skipped"]
 def is_indexed(message: Message) -> bool:
     """Only what the client and the coach said: tool calls and results are the coach's bookkeeping."""
     return message.role in INDEXED_ROLES and bool(message.content.strip())
-
-
-def embedded_text(message: Message, answers: Message | None, max_chars: int) -> str:
-    """The text embedded for `message`: what it answers, then itself, within `max_chars` (its own
-    text kept first, the context cut first)."""
-    own = " ".join(message.content.split())[:max_chars]
-    context = " ".join(answers.content.split()) if answers is not None else ""
-    room = max_chars - len(own) - 1
-    return f"{context[-room:]} {own}" if context and room > 0 else own
 
 
 class ContextReader(Protocol):
@@ -64,7 +52,6 @@ class MessageIndexer:
         if not is_indexed(message):
             return "skipped"
         answers = self._context.message_before(change.user_id, message.message_id)
-        text = embedded_text(message, answers, self._policy.max_chars)
-        vector = self._embeddings.embed_documents([text])[0]
-        self._index.put([IndexEntry(change.user_id, message, vector)])
+        vector = self._embeddings.embed_documents([said_text(message, answers, self._policy.max_chars)])[0]
+        self._index.put([IndexEntry(change.user_id, message, vector, answers)])
         return "indexed"

@@ -1,4 +1,5 @@
-"""Owns a turn's recall: one embedding of the client's message and one query of the index, within a
+"""Owns a turn's recall: one query of the index for the client's message, ranked by its words and
+its embedding (RECALL_MODE: `hybrid`, or either alone; `lexical` makes no embedding), within a
 time bound, never failing the turn.
 
 When either call fails or the bound passes, the turn goes on without the section: a warning with
@@ -24,7 +25,7 @@ logger = Logger(child=True)
 
 
 class Embedder(Protocol):
-    """What embeds text: LangChain's `Embeddings` (BedrockEmbeddings, onboarding.recall.embeddings)."""
+    """What embeds text (onboarding.recall.embeddings.TitanEmbeddings)."""
 
     def embed_query(self, text: str) -> list[float]: ...
 
@@ -33,7 +34,8 @@ class Embedder(Protocol):
 
 @dataclass(frozen=True)
 class Recall:
-    """What a turn recalled (nearest first), whether recall failed, and how long it took."""
+    """What a turn recalled (best first, each hit followed by the message it answers), whether
+    recall failed, and how long it took."""
 
     messages: tuple[Message, ...] = ()
     failed: bool = False
@@ -69,15 +71,17 @@ class Recaller:
         return [c for c in (client, self._index.client) if c is not None]
 
     async def recall(self, user_id: str, text: str, wait_s: float) -> Recall:
-        """The user's older messages nearest `text`, or a failed Recall. Never raises."""
+        """The user's older messages that bear on `text`, or a failed Recall. Never raises."""
         started = time.monotonic()
         query = " ".join(text.split())[: self._policy.max_chars]
+        mode = self._policy.mode
         try:
             if not query or wait_s <= 0:
                 raise TimeoutError("no time or no text to recall with")
             async with asyncio.timeout(min(self._policy.timeout_s, wait_s)):
-                vector = await asyncio.to_thread(self._embeddings.embed_query, query)
-                found = await asyncio.to_thread(self._index.query, user_id, vector, self._policy.top_k)
+                vector = None if mode == "lexical" else await asyncio.to_thread(self._embeddings.embed_query, query)
+                words = None if mode == "dense" else query
+                found = await asyncio.to_thread(self._index.query, user_id, self._policy.top_k, vector, words)
         except Exception as error:  # recall is an extra: the turn never fails because of it
             logger.warning("Recall failed; the turn goes on without it", extra={"reason": failure_reason(error)})
             count_metric("RecallFailed")

@@ -1,11 +1,16 @@
 """Owns the recall index: an Amazon S3 Vectors index, one vector per message, read one user at a
-time, and what a message becomes in it (its key and metadata; what is shown when it is recalled is
-the message alone, with its day).
+time, and what a message becomes in it (its key and metadata) and what comes back of it.
 
-The only code that speaks S3 Vectors. Every query is filtered to one user (the index's filterable
-`user` key; an index in ENHANCED mode applies the filter before the search, so a user's few vectors
-are found among everyone's). Writes and deletes go in batches of the service's 500. Every botocore
-failure, an answer or none, becomes `RecallUnavailableError`.
+The only code that speaks S3 Vectors. Each message is stored with its embedding and, as metadata,
+its own words (`text`, what is shown when it is recalled), its role and time, the message it
+answers (`before`: the neighbouring turn, shown beside it), and `said`: the answered message's
+words and its own, which the index searches by BM25 (its full-text search, `textSearchConfigurations`
+in template.yaml). A query is filtered to one user (the filterable `user` key; the index is in
+ENHANCED mode, which filters before it searches) and ranks by the embedding, by the words, or by
+both, which the index fuses itself (reciprocal rank fusion): one request whatever the mode
+(docs/decisions/0033-hybrid-recall.md). Writes and deletes go in batches of the service's 500;
+a delete takes a message's words with its vector. Every botocore failure, an answer or none,
+becomes `RecallUnavailableError`.
 """
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -23,9 +28,14 @@ KEY_SEPARATOR = "#"
 
 USER_KEY = "user"  # the one filterable key: every query is filtered to one user
 
-TEXT_KEY, ROLE_KEY, AT_KEY = "text", "role", "at"  # non-filterable (template.yaml's index says so)
+# Non-filterable (template.yaml's index says so): stored with the vector, never a filter.
+TEXT_KEY, ROLE_KEY, AT_KEY, BEFORE_KEY, SAID_KEY = "text", "role", "at", "before", "said"
 
-NON_FILTERABLE_KEYS = (TEXT_KEY, ROLE_KEY, AT_KEY)
+NON_FILTERABLE_KEYS = (TEXT_KEY, ROLE_KEY, AT_KEY, BEFORE_KEY, SAID_KEY)
+
+SEARCHED_KEY = SAID_KEY  # the full-text searchable key
+
+QUERY_TEXT_MAX_CHARS = 1024  # a query text's documented maximum
 
 INDEXED_ROLES = ("user", "assistant")
 
@@ -35,22 +45,52 @@ def vector_key(user_id: str, message_id: str) -> str:
     return f"{user_id}{KEY_SEPARATOR}{message_id}"
 
 
-def metadata(user_id: str, message: Message, max_chars: int) -> dict[str, str]:
-    at = message.created_at.isoformat() if message.created_at else ""
-    return {USER_KEY: user_id, TEXT_KEY: message.content[:max_chars], ROLE_KEY: message.role, AT_KEY: at}
+def said_text(message: Message, answers: Message | None, max_chars: int) -> str:
+    """What a message is embedded and searched as: what it answers, then itself, within `max_chars`
+    (its own text kept first, the context cut first), so that a reply is found by the question it
+    answers and a short answer ("yes, twice a week") by what was asked."""
+    own = " ".join(message.content.split())[:max_chars]
+    context = " ".join(answers.content.split()) if answers is not None else ""
+    room = max_chars - len(own) - 1
+    return f"{context[-room:]} {own}" if context and room > 0 else own
 
 
-def recalled_message(key: str, found: Mapping[str, Any]) -> Message | None:
-    """The message a query found, from its key and metadata; None when either is not ours."""
-    message_id = key.rpartition(KEY_SEPARATOR)[2]
-    text, role, at = found.get(TEXT_KEY), found.get(ROLE_KEY), found.get(AT_KEY)
+def _at(message: Message) -> str:
+    return message.created_at.isoformat() if message.created_at else ""
+
+
+def metadata(user_id: str, message: Message, answers: Message | None, max_chars: int) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        USER_KEY: user_id,
+        TEXT_KEY: message.content[:max_chars],
+        ROLE_KEY: message.role,
+        AT_KEY: _at(message),
+        SAID_KEY: said_text(message, answers, max_chars),
+    }
+    if answers is not None:
+        found[BEFORE_KEY] = [answers.message_id, answers.role, _at(answers), answers.content[:max_chars]]
+    return found
+
+
+def _message(message_id: Any, role: Any, at: Any, text: Any) -> Message | None:
     if not message_id or not isinstance(text, str) or role not in INDEXED_ROLES or not isinstance(at, str):
         return None
     try:
         created_at = datetime.fromisoformat(at) if at else None
     except ValueError:
         return None
-    return Message("user" if role == "user" else "assistant", text, message_id, created_at)
+    return Message("user" if role == "user" else "assistant", text, str(message_id), created_at)
+
+
+def recalled_messages(key: str, found: Mapping[str, Any]) -> tuple[Message, ...]:
+    """The message a query found (from its key and metadata) and the message it answers; nothing
+    for metadata that is not ours."""
+    hit = _message(key.rpartition(KEY_SEPARATOR)[2], found.get(ROLE_KEY), found.get(AT_KEY), found.get(TEXT_KEY))
+    if hit is None:
+        return ()
+    before = found.get(BEFORE_KEY)
+    neighbour = _message(*before) if isinstance(before, list) and len(before) == 4 else None
+    return (hit,) if neighbour is None else (hit, neighbour)
 
 
 BATCH = 500  # vectors per PutVectors or DeleteVectors request (the service's maximum)
@@ -58,11 +98,12 @@ BATCH = 500  # vectors per PutVectors or DeleteVectors request (the service's ma
 
 @dataclass(frozen=True)
 class IndexEntry:
-    """A message of `user_id` and its embedding, ready to be written."""
+    """A message of `user_id`, its embedding, and the message it answers, ready to be written."""
 
     user_id: str
     message: Message
     vector: Sequence[float]
+    answers: Message | None = None
 
 
 @contextmanager
@@ -102,7 +143,7 @@ class VectorIndex:
                 {
                     "key": vector_key(entry.user_id, entry.message.message_id),
                     "data": {"float32": [float(value) for value in entry.vector]},
-                    "metadata": metadata(entry.user_id, entry.message, self._max_chars),
+                    "metadata": metadata(entry.user_id, entry.message, entry.answers, self._max_chars),
                 }
                 for entry in entries[start : start + BATCH]
             ]
@@ -117,15 +158,17 @@ class VectorIndex:
                 self.client.delete_vectors(indexArn=self._index_arn, keys=keys[start : start + BATCH])
         return len(keys)
 
-    def query(self, user_id: str, vector: Sequence[float], top_k: int) -> tuple[Message, ...]:
-        """The user's `top_k` messages nearest `vector`, nearest first."""
+    def query(
+        self, user_id: str, top_k: int, vector: Sequence[float] | None = None, text: str | None = None
+    ) -> tuple[Message, ...]:
+        """The user's `top_k` messages ranked by `vector`, by the words of `text`, or by both fused,
+        best first, each followed by the message it answers (one may come twice: shown once)."""
+        request: dict[str, Any] = {"indexArn": self._index_arn, "topK": top_k, "filter": {USER_KEY: user_id}}
+        if vector is not None:
+            request["queryVector"] = {"float32": [float(value) for value in vector]}
+        if text:
+            request["queryTexts"] = [{"text": text[:QUERY_TEXT_MAX_CHARS], "metadataKey": SEARCHED_KEY}]
         with _index_call("could not query the recall index"):
-            answer = self.client.query_vectors(
-                indexArn=self._index_arn,
-                topK=top_k,
-                queryVector={"float32": [float(value) for value in vector]},
-                filter={USER_KEY: user_id},
-                returnMetadata=True,
-            )
-        found = (recalled_message(str(v.get("key", "")), v.get("metadata") or {}) for v in answer.get("vectors", []))
-        return tuple(message for message in found if message is not None)
+            answer = self.client.query_vectors(**request, returnMetadata=True)
+        found = (recalled_messages(str(v.get("key", "")), v.get("metadata") or {}) for v in answer.get("vectors", []))
+        return tuple(message for pair in found for message in pair)
