@@ -1,5 +1,5 @@
 """moto's server (DynamoDB, SQS, SSM) as the local stack's child process: started, waited for, and
-ended for good; the benchmark's other servers (dynalite, a model process) are ended the same way."""
+ended for good."""
 
 import os
 import subprocess

@@ -346,8 +346,10 @@ def test_invoke_the_api_function_with_an_event_file(tmp_path: Path) -> None:
     response = json.loads(completed.stdout[completed.stdout.index("{\n") :])
     assert response["statusCode"] == 200
     body = json.loads(response["body"])
-    # The event's message answers the first question ("I'm a beginner ..."): kept, and the next asked.
-    assert body["reply"].endswith(QUESTIONS[1])
+    # The event's message answers the first two questions ("Hi! I'm a beginner and I walk about 5 km
+    # most days."): each kept under its own item, without the greeting, and the third asked.
+    assert body["reply"].startswith("Noted your fitness level: “I'm a beginner”; current activity: “I walk about 5 km")
+    assert body["reply"].endswith(QUESTIONS[2])
     assert body["userMessageId"]
     assert body["assistantMessageId"]
 

@@ -139,7 +139,7 @@ def reached_from(graph: dict[str, set[str]], start: str) -> set[str]:
 def test_the_local_stack_and_the_console_never_depend_on_the_measurements() -> None:
     graph = import_graph(modules_in("infra", "layers"))
     local = [module for module in graph if module.split(".")[:2] in (["infra", "local"], ["infra", "console"])]
-    assert len(local) > 50
+    assert len(local) > 40  # the scan found the local stack's modules, not a handful
     found = {
         module: sorted(target for target in reached_from(graph, module) if target.startswith("infra.bench"))
         for module in local

@@ -211,7 +211,8 @@ def _absorbed(spans: list[_Span], text: str, asked: str | None) -> list[_Span]:
 
 def _value(field: str, text: str) -> str:
     """The part's words, without what only names the item ("my goal is to lose fat" -> "lose fat")."""
-    value = KINDS["lead"].sub("", text).strip(" ,;:-.!")
+    greeting = next((a for a, b in _clauses(text) if not is_greeting(text[a:b])), 0)  # "Hi! I'm a beginner"
+    value = KINDS["lead"].sub("", text[greeting:]).strip(" ,;:-.!")
     pattern = ITEMS[field].names.pattern
     for form in (_NAMED_FIRST, _NAMED_LAST):
         if (m := re.match(form.format(names=pattern), value, re.IGNORECASE)) is not None:
