@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from infra.local import flat_dynamodb
+from tests.unit.conftest import MOTO_SERVED
 
 TABLE = "flat"
 SORT_KEYS = st.text(alphabet="abc~#0", min_size=1, max_size=4)
@@ -21,8 +22,12 @@ PARTITIONS = ("p1", "p2")
 
 
 @pytest.fixture(autouse=True)
-def _restore_the_layer() -> Iterator[None]:
-    """This module switches the layer on and off; the process gets it back as it was."""
+def _restore_the_layer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This module switches the layer on and off; the process gets it back as it was. Its clients
+    are moto's in process: an endpoint a local stack of another module on this worker left set
+    would send them to that stack's server, which refuses their credentials."""
+    for name in MOTO_SERVED:
+        monkeypatch.delenv(name, raising=False)
     was_installed = bool(flat_dynamodb._originals)
     yield
     if was_installed:
