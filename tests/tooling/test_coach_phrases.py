@@ -164,3 +164,19 @@ def test_small_talk_is_filed_nowhere_at_any_question(said: str) -> None:
     known, _ = _phrases()
     misfiled = {at: found for at in ORDER if (found := filed(Phrase(at, "nothing", said, {}), known))}
     assert misfiled == {}
+
+
+# What the memory benchmark's synthetic client says, which the phrase sets lacked: a symptom of a body
+# part, and a correction that names its item around an answer no pattern of that item reads.
+BENCHMARK_SAYINGS = (
+    ("limitations", "my knee clicks when I run", {"limitations": "knee clicks"}),
+    ("equipment", "Actually my main goal is now a half marathon", {"primary_goal": "half marathon"}),
+)
+
+
+@pytest.mark.parametrize(("at", "said", "files"), BENCHMARK_SAYINGS)
+def test_what_the_benchmarks_client_says_is_filed_where_it_belongs(at: str, said: str, files: dict[str, str]) -> None:
+    known, _ = _phrases()
+    phrase = Phrase(at, "benchmark", said, files)
+    found = filed(phrase, known)
+    assert exactly_right(phrase, found), found

@@ -78,7 +78,10 @@ _GREETING = re.compile(rf"(?<![\w])(?:{_WORDS['greeting']})(?![\w])", re.IGNOREC
 _NOT_WORDS = re.compile(r"[\W_]+", re.UNICODE)
 _NOT_PART = re.compile(r",?\s+not\s+[^,.;]*$", re.IGNORECASE)
 # The words a message names an item with, around its answer ("my goal is X", "X is my injury").
-_NAMED_FIRST = r"^\W*(?:my\s+)?(?:{names})\s*(?:is|are|was|:|=|to)\s+(?:to\s+)?(?P<value>.+)$"
+_NAMED_FIRST = (
+    r"^\W*(?:my\s+)?(?:(?:main|new|primary|real|biggest|only)\s+)?(?:{names})\s*(?:is|are|was|:|=|to)\s+"
+    r"(?:now\s+)?(?:to\s+)?(?P<value>.+)$"
+)
 _NAMED_LAST = r"^\W*(?P<value>.+?)\s+(?:is|are)\s+my\s+(?:{names})\W*$"
 # The body parts a correction can change on their own, each with its shape.
 _PARTS = (
@@ -171,6 +174,12 @@ def _candidates(text: str, fields: Collection[str], asked: str | None) -> list[_
             found += [
                 (a + m.start(), a + m.end(), m[0]) for a, b in clauses[:50] for m in item.asked.finditer(text[a:b])
             ]
+        for a, b in clauses[:50]:  # a part that names the item answers it ("my main goal is now a half marathon"),
+            if any(a <= start < b for start, _, _ in found):  # when nothing in it reads as an answer already
+                continue
+            named = re.match(_NAMED_FIRST.format(names=item.names.pattern), KINDS["lead"].sub("", text[a:b]), re.I)
+            if named is not None:
+                found.append((b - len(named["value"]), b, named["value"]))
         for start, end, said in found:
             a, b = clauses[bisect_right(starts, start) - 1] if starts else (start, end)
             if end == start or not a <= start < b:
