@@ -83,6 +83,10 @@ _NAMED_FIRST = (
     r"(?:now\s+)?(?:to\s+)?(?P<value>.+)$"
 )
 _NAMED_LAST = r"^\W*(?P<value>.+?)\s+(?:is|are)\s+my\s+(?:{names})\W*$"
+_NAMED = {  # per item, compiled once: a message is read part by part
+    field: tuple(re.compile(form.format(names=item.names.pattern), re.I) for form in (_NAMED_FIRST, _NAMED_LAST))
+    for field, item in ITEMS.items()
+}
 # The body parts a correction can change on their own, each with its shape.
 _PARTS = (
     re.compile(r"\b\d{2,3}(?:[.,]\d)?\s*(?:kg|kgs|kilos?|lbs?|pounds|stone)\b", re.IGNORECASE),
@@ -177,7 +181,7 @@ def _candidates(text: str, fields: Collection[str], asked: str | None) -> list[_
         for a, b in clauses[:50]:  # a part that names the item answers it ("my main goal is now a half marathon"),
             if any(a <= start < b for start, _, _ in found):  # when nothing in it reads as an answer already
                 continue
-            named = re.match(_NAMED_FIRST.format(names=item.names.pattern), KINDS["lead"].sub("", text[a:b]), re.I)
+            named = _NAMED[field][0].match(KINDS["lead"].sub("", text[a:b]))
             if named is not None:
                 found.append((b - len(named["value"]), b, named["value"]))
         for start, end, said in found:
@@ -222,9 +226,8 @@ def _value(field: str, text: str) -> str:
     """The part's words, without what only names the item ("my goal is to lose fat" -> "lose fat")."""
     greeting = next((a for a, b in _clauses(text) if not is_greeting(text[a:b])), 0)  # "Hi! I'm a beginner"
     value = KINDS["lead"].sub("", text[greeting:]).strip(" ,;:-.!")
-    pattern = ITEMS[field].names.pattern
-    for form in (_NAMED_FIRST, _NAMED_LAST):
-        if (m := re.match(form.format(names=pattern), value, re.IGNORECASE)) is not None:
+    for named in _NAMED[field]:
+        if (m := named.match(value)) is not None:
             return m["value"].strip(" ,;:-.!")
     return value
 
