@@ -15,6 +15,7 @@ from pathlib import Path
 
 from infra.local.errors import run_tool
 from infra.local.flags import checked_flags_file
+from infra.local.ports import FixedPort
 from infra.local.stack import DEFAULT_DATA_FILE, LocalStack, add_iam_option, describe_iam
 from infra.local.terminal import add_verbose_option, log_file_of, logs_line, quiet_terminal
 
@@ -27,6 +28,15 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+ANY_PORT = "(default: %(default)s; 0: any free port, which the banner prints)"
+
+
+def ports_line(ports: dict[str, FixedPort]) -> str:
+    """The ports the stack's servers got (the system chose those given as 0)."""
+    names = {"dynamodb": "DynamoDB", "bedrock": "Bedrock", "api": "API", "twilio": "Twilio", "s3vectors": "S3 Vectors"}
+    return "Ports: " + ", ".join(f"{names[name]} {ports[name].port}" for name in names if name in ports) + "."
+
+
 def environment_file(data_file: Path) -> Path:
     """Where the stack writes what another shell sets to use it (`source` it), beside its data file."""
     return data_file.with_suffix(".env")
@@ -34,11 +44,15 @@ def environment_file(data_file: Path) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dynamodb-port", type=int, default=8000)
-    parser.add_argument("--bedrock-port", type=int, default=8001)
-    parser.add_argument("--api-port", type=int, default=3000, help="the API routes (like `sam local start-api`)")
-    parser.add_argument("--twilio-port", type=int, default=8002)
-    parser.add_argument("--s3vectors-port", type=int, default=8003, help="the recall index (S3 Vectors stand-in)")
+    parser.add_argument("--dynamodb-port", type=int, default=8000, help=f"DynamoDB, SQS and SSM {ANY_PORT}")
+    parser.add_argument("--bedrock-port", type=int, default=8001, help=f"the Bedrock emulator {ANY_PORT}")
+    parser.add_argument(
+        "--api-port", type=int, default=3000, help=f"the API routes, like `sam local start-api` {ANY_PORT}"
+    )
+    parser.add_argument("--twilio-port", type=int, default=8002, help=f"the Twilio stand-in {ANY_PORT}")
+    parser.add_argument(
+        "--s3vectors-port", type=int, default=8003, help=f"the recall index, S3 Vectors' stand-in {ANY_PORT}"
+    )
     parser.add_argument("--data-file", type=Path, default=DEFAULT_DATA_FILE)
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 lets `sam local invoke` containers reach it"
@@ -81,6 +95,7 @@ def main() -> int:
         say = partial(print, file=terminal)
         say(f"Local stack running. API: {running.api_url} (OpenAPI at {running.api_url}/openapi.json;")
         say("  send `Authorization: Bearer <any user id>`), SMS webhook: POST /sms.")
+        say(ports_line(running.ports))
         say(f"Data: {arguments.data_file} (each change saved within 5 s; written whole on exit). infra.chat,")
         say("  infra.invoke, infra.sms and infra.inspect_prompt use this stack while it runs.")
         say(f"Environment for another process: source {env_file}")

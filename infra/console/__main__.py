@@ -24,7 +24,7 @@ from infra.console.app import create_console_app
 from infra.console.context import ConsoleContext
 from infra.console.recorder import ChatRecorder
 from infra.local.errors import run_tool
-from infra.local.ports import free_port
+from infra.local.ports import FixedPort, bound, listen_on, port_of
 from infra.local.stack import DEFAULT_DATA_FILE, LocalStack, add_iam_option
 from infra.local.terminal import add_verbose_option, audit_lines_to, log_file_of, logs_line, quiet_terminal
 from onboarding.config import Settings
@@ -114,10 +114,15 @@ def _run_local(arguments: argparse.Namespace) -> None:
 def _run_aws(arguments: argparse.Namespace) -> None:
     audit_lines_to(sys.stderr)  # each read of a real user's memory, on the operator's terminal
     context = ConsoleContext(Settings.from_env(), personal_data=arguments.personal_data)
-    port = arguments.port or free_port(arguments.host)
+    asked = FixedPort("the console", arguments.port, "--port")
+    listener = bound(asked, arguments.host, lambda: listen_on(arguments.host, asked.port))
+    port = port_of(listener)
     url = f"http://{arguments.host}:{port}/console/"
     print(f"Memory console (read only, table {context.settings.table_name}): {url}", flush=True)
-    uvicorn.run(create_console_app(context), host=arguments.host, port=port, log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        create_console_app(context), host=arguments.host, port=port, log_level="warning", access_log=False
+    )
+    uvicorn.Server(config).run(sockets=[listener])
 
 
 def main(argv: list[str] | None = None) -> int:

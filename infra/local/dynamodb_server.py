@@ -30,7 +30,9 @@ from typing import Any, Literal
 
 from moto.moto_server.threaded_moto_server import MotoRequestHandler  # type: ignore[attr-defined]
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-from werkzeug.serving import run_simple
+from werkzeug.serving import make_server
+
+from infra.local.dynamodb_process import READY
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 SERVICES: tuple[Literal["dynamodb", "sqs", "ssm"], ...] = ("dynamodb", "sqs", "ssm")  # what the local stack asks
@@ -72,6 +74,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-H", "--host", default="127.0.0.1")
     parser.add_argument("-p", "--port", type=int, default=8000)
+    parser.add_argument(
+        "--fd", type=int, help="serve on this listening socket, bound by the parent on --port (else bind --port)"
+    )
+    parser.add_argument("--ready-fd", type=int, help="write 'ready' to this pipe once serving, then close it")
     parser.add_argument("--parent-pid", type=int, help="exit when this process (the stack that started us) ends")
     parser.add_argument(
         "--policies",
@@ -104,7 +110,11 @@ def main(argv: list[str] | None = None) -> None:
         from infra.local.iam.gate import gate_from, policy_checked
 
         app = policy_checked(app, gate_from(json.loads(args.policies.read_text(encoding="utf-8"))))
-    run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)
+    server = make_server(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler, fd=args.fd)
+    if args.ready_fd is not None:
+        os.write(args.ready_fd, READY)
+        os.close(args.ready_fd)
+    server.serve_forever()
 
 
 if __name__ == "__main__":

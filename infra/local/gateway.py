@@ -19,6 +19,7 @@ Lambda's SQS poller, which feeds the queue to the functions, is infra/local/even
 import asyncio
 import base64
 import json
+import socket
 import threading
 import time
 import uuid
@@ -293,20 +294,24 @@ class LocalGateway:
     """The gateway served by uvicorn on a background thread."""
 
     def __init__(
-        self, host: str, port: int, wrap: Callable[[Any], Any] | None = None, waf: "LocalWaf | None" = None
+        self, listener: socket.socket, wrap: Callable[[Any], Any] | None = None, waf: "LocalWaf | None" = None
     ) -> None:
-        """`wrap`, if given, wraps the gateway's ASGI app (the memory console serves and meters through
-        it); `waf` is the stage's web ACL."""
+        """Serves on `listener`, a socket the stack bound (infra/local/ports.py). `wrap`, if given,
+        wraps the gateway's ASGI app (the memory console serves and meters through it); `waf` is the
+        stage's web ACL."""
         app: Any = GatewayApp(api_routes(), waf)
         app = wrap(app) if wrap is not None else app
         # uvicorn closes an idle connection after 5 s, the same age at which httpx and other clients
         # reuse one: a request sent on it as it closes is lost ("Server disconnected"). API Gateway
         # keeps idle connections far longer, so the local one does too.
+        host, self._port = listener.getsockname()[:2]
         config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", access_log=False, timeout_keep_alive=KEEP_ALIVE_S
+            app, host=host, port=self._port, log_level="warning", access_log=False, timeout_keep_alive=KEEP_ALIVE_S
         )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True, name="local-gateway")
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [listener]}, daemon=True, name="local-gateway"
+        )
 
     def start(self, timeout_s: float = 30.0) -> "LocalGateway":
         self._thread.start()
@@ -315,9 +320,9 @@ class LocalGateway:
             if self._server.started:
                 return self
             if not self._thread.is_alive():  # uvicorn gave up (it could not listen): say so now
-                raise LocalToolError(f"the API could not listen on port {self._server.config.port}")
+                raise LocalToolError(f"the API could not serve on port {self._port}")
             deadline.wait(0.05)
-        raise LocalToolError(f"the API (port {self._server.config.port}) did not start within {timeout_s:g} s")
+        raise LocalToolError(f"the API (port {self._port}) did not start within {timeout_s:g} s")
 
     def stop(self) -> None:
         self._server.should_exit = True

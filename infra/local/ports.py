@@ -1,7 +1,11 @@
-"""Owns the local servers' ports: a free one for a server that may use any, a check before a fixed
-one is used (a taken port is named with the option that changes it, and with the local stack that
-holds it when it is one of ours, before any server starts), and a quick test that a server answers
-at all."""
+"""Owns the local servers' ports: each server's listening socket, bound at once on the port the
+person gave or on one the system chooses (0), and the port read back from that socket; a taken port
+named with the option that changes it (and with the local stack that holds it, when it is one of
+ours); a quick test that a server answers at all.
+
+No port number is ever chosen first and bound later: between the two, any process (another test's
+stack, the kernel's ephemeral ports, a second stack of the person's) can take it. A server in a
+child process inherits the socket bound here (infra/local/dynamodb_process.py)."""
 
 import errno
 import http.client
@@ -33,22 +37,26 @@ class FixedPort:
     option: str
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
+LISTEN_BACKLOG = 128  # connections the system queues before the server accepts them
 
 
-def port_is_free(host: str, port: int) -> bool:
-    """True when a server could listen on `port` now. SO_REUSEADDR as the servers set it, so a port
-    left in TIME_WAIT by a server that just stopped counts as free, and a listening one does not."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
+def listen_on(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on `port` (0: one the system chooses; `port_of` tells which), with
+    SO_REUSEADDR as the servers set it, so a port left in TIME_WAIT by a stopped server is usable
+    and a listening one is not. OSError (EADDRINUSE) when it is taken."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(LISTEN_BACKLOG)
+    except BaseException:
+        listener.close()
+        raise
+    return listener
+
+
+def port_of(listener: socket.socket) -> int:
+    return int(listener.getsockname()[1])
 
 
 def _listening_pid(port: int) -> int | None:
@@ -97,8 +105,8 @@ def taken(fixed: FixedPort, host: str) -> str:
     )
 
 
-def check_ports(host: str, ports: list[FixedPort]) -> None:
-    """PortInUseError naming the first taken port and its option; also when two servers were given one port."""
+def check_distinct(ports: list[FixedPort]) -> None:
+    """PortInUseError when two servers were given one port (0, any free one, is never shared)."""
     seen: dict[int, FixedPort] = {}
     for fixed in ports:
         if fixed.port in seen:
@@ -106,17 +114,16 @@ def check_ports(host: str, ports: list[FixedPort]) -> None:
                 f"{fixed.what} and {seen[fixed.port].what} were both given port {fixed.port}; "
                 f"choose another with {fixed.option} PORT"
             )
-        seen[fixed.port] = fixed
-        if not port_is_free(host, fixed.port):
-            raise PortInUseError(taken(fixed, host))
+        if fixed.port:
+            seen[fixed.port] = fixed
 
 
 Bound = TypeVar("Bound")
 
 
 def bound(fixed: FixedPort, host: str, listen: Callable[[], Bound]) -> Bound:
-    """`listen()` (a server binding `fixed.port`), with a port taken since the check (another
-    stack started meanwhile) named as the check names it, not as a traceback."""
+    """`listen()` (a server binding `fixed.port`, or 0), with a taken port named with its option
+    and holder in one line, not as a traceback."""
     try:
         return listen()
     except OSError as error:
@@ -149,15 +156,12 @@ STACK_PORT_OPTIONS = {
 }
 
 
-def stack_ports(host: str, given: dict[str, int | None], api_option: str) -> dict[str, FixedPort]:
-    """Every port of the local stack (by server: 0 or None for any free one), chosen together before
-    any server starts: the given ones checked, each named with the option that changes it (`api_option`
-    is the one of the command that starts the stack), the others free ones. A server that binds its
-    port later does so through `bound`, so a port taken meanwhile is one line too."""
+def stack_ports(given: dict[str, int | None], api_option: str) -> dict[str, FixedPort]:
+    """Every port the local stack was asked for (by server: 0 or None for any free one), each named
+    with the option that changes it (`api_option` is the one of the command that starts the stack);
+    two servers given one port are refused before any binds. Each server then binds its own through
+    `bound`, and the stack reads the port it got from the bound socket."""
     options = {**{name: option for name, (_, option) in STACK_PORT_OPTIONS.items()}, "api": api_option}
-    chosen = {name: FixedPort(STACK_PORT_OPTIONS[name][0], port or 0, options[name]) for name, port in given.items()}
-    check_ports(host, [fixed for fixed in chosen.values() if fixed.port])
-    return {
-        name: fixed if fixed.port else FixedPort(fixed.what, free_port(host), fixed.option)
-        for name, fixed in chosen.items()
-    }
+    asked = {name: FixedPort(STACK_PORT_OPTIONS[name][0], port or 0, options[name]) for name, port in given.items()}
+    check_distinct(list(asked.values()))
+    return asked

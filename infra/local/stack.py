@@ -24,6 +24,7 @@ import argparse
 import dataclasses
 import json
 import os
+import socket
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -67,7 +68,7 @@ from infra.local.deployment import (
 from infra.local.dynamodb_process import FIRST_ANSWER_TIMEOUT_S, LocalDynamoDB
 from infra.local.errors import LocalToolError, uninterrupted
 from infra.local.flags import FLAGS_FILE_VARIABLE
-from infra.local.ports import NotAnsweringError, PortInUseError, bound, check_answers, port_is_free, stack_ports, taken
+from infra.local.ports import FixedPort, NotAnsweringError, bound, check_answers, listen_on, port_of, stack_ports
 
 # The servers, boto3 and the gate are imported when a stack starts, not with this module: so that
 # `python -m infra.local_stack` checks its ports (and says which one is taken) within a second.
@@ -119,13 +120,14 @@ class LocalStack:
         parameters: Mapping[str, str] | None = None,
         api_option: str = "--api-port",
     ) -> None:
-        """Ports: 0 (or None) for any free one. `api_port` (None: none) also serves the template's
-        API routes and polls the SMS queue; `gateway_wrap` wraps the gateway's ASGI app (the memory
-        console, infra/console); `flags_file` is the feature flags file the local AppConfig serves
-        (else the template's first version). Every port is chosen before anything starts, and a
-        taken one is one line (PortInUseError) naming it, its option (`api_option` for the API's,
-        the option of the command that starts this stack) and, if it is one of ours, the stack
-        that holds it.
+        """Ports: 0 (or None) for any free one, which the system chooses as the server binds it;
+        `self.ports` then holds the ports each server got. `api_port` (None: none) also serves the
+        template's API routes and polls the SMS queue; `gateway_wrap` wraps the gateway's ASGI app
+        (the memory console, infra/console); `flags_file` is the feature flags file the local
+        AppConfig serves (else the template's first version). Every server binds its socket here,
+        before any starts serving, and a taken port is one line (PortInUseError) naming it, its
+        option (`api_option` for the API's, the option of the command that starts this stack) and,
+        if it is one of ours, the stack that holds it.
 
         `real_model` (the memory benchmark's --aws) leaves the model to the environment: the
         emulator still starts but nothing is pointed at it, and the process keeps its own
@@ -136,25 +138,25 @@ class LocalStack:
         `parameters` override the template's, as `sam deploy --parameter-overrides` does (for example
         `{"WafRateLimiting": "Disabled"}` for a load test from one client)."""
         given = {"dynamodb": dynamodb_port, "bedrock": bedrock_port, "twilio": twilio_port, "s3vectors": s3vectors_port}
-        self.ports = stack_ports(host, given if api_port is None else {**given, "api": api_port}, api_option)
+        self.ports = stack_ports(given if api_port is None else {**given, "api": api_port}, api_option)
         self.data_file, self.table_name, self.host, self.command = data_file, table_name, host, command
         self.real_model = real_model
         self.enforce_iam = enforce_iam and not real_model
         environment_region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
         self.region = (environment_region or LOCAL_REGION) if real_model else LOCAL_REGION
+        self._loopback: list[Any] = []  # the in-process stand-ins, started with the stack
+        self._closers: list[Callable[[], None]] = []  # what lets each bound socket go, whatever stops the stack
+        self._api_listener: socket.socket | None = None
         self._lock = DataLock(data_file) if data_file is not None else None
-        if data_file is not None and self._lock is not None and not self._lock.try_acquire():
-            raise in_use_error(data_file)
-        self._loopback: list[Any] = []
         try:
+            # The sockets first: a taken port is told before anything is written beside the data file.
             self._make_servers(chunk_delay_s)
+            if data_file is not None and self._lock is not None and not self._lock.try_acquire():
+                raise in_use_error(data_file)
         except BaseException:
-            for server in self._loopback:
-                server.stop()
-            if self._lock is not None:
-                self._lock.release()
+            self._close_servers()
             raise
-        self.api_port = None if api_port is None else self.ports["api"].port
+        self.api_port = None if self._api_listener is None else port_of(self._api_listener)
         self.gateway_wrap = gateway_wrap
         self.flags_file = flags_file
         self.deployment = local_deployment(
@@ -173,28 +175,49 @@ class LocalStack:
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
 
     def _make_servers(self, chunk_delay_s: float) -> None:
-        """Each server on its chosen port (the in-process ones bind it now; moto's when it starts)."""
+        """Each server's socket bound now, on its port or on one the system chooses, and the port it
+        got read back from the socket: moto's handed to its process when it starts, the API's to the
+        gateway, the stand-ins' their own."""
         from infra.local.appconfig import AppConfigStandIn, Profile
         from infra.local.bedrock_emulator import BedrockEmulator
         from infra.local.s3vectors import S3VectorsStandIn
         from infra.local.twilio_emulator import TwilioEmulator
 
-        host, ports = self.host, self.ports
+        host, asked = self.host, self.ports
 
         def made(name: str, make: Callable[[int], Any]) -> Any:
-            server = bound(ports[name], host, lambda: make(ports[name].port))
+            server = bound(asked[name], host, lambda: make(asked[name].port))
             self._loopback.append(server)
+            self._closers.append(server.stop)
             return server
 
-        self.dynamodb = LocalDynamoDB(host=host, port=ports["dynamodb"].port)
+        self.dynamodb = bound(asked["dynamodb"], host, lambda: LocalDynamoDB(host=host, port=asked["dynamodb"].port))
+        self._closers.append(self.dynamodb.stop)
         self.bedrock = made("bedrock", lambda port: BedrockEmulator(host=host, port=port, chunk_delay_s=chunk_delay_s))
         self.twilio = made("twilio", lambda port: TwilioEmulator(host=host, port=port))
         self.s3vectors = made(
             "s3vectors", lambda port: S3VectorsStandIn(self.region, LOCAL_ACCOUNT_ID, host=host, port=port)
         )
+        if "api" in asked:
+            self._api_listener = bound(asked["api"], host, lambda: listen_on(host, asked["api"].port))
+            self._closers.append(self._api_listener.close)
         profile = Profile(FLAGS_APPLICATION_ID, FLAGS_ENVIRONMENT_ID, FLAGS_PROFILE_ID)
         self.appconfig = AppConfigStandIn(profile, self._flags, None, host=host)  # any free port, bound now
         self._loopback.append(self.appconfig)
+        self._closers.append(self.appconfig.stop)
+        got = {
+            "dynamodb": self.dynamodb.port,
+            "bedrock": _port_in(self.bedrock.url),
+            "twilio": _port_in(self.twilio.url),
+            "s3vectors": _port_in(self.s3vectors.url),
+        }
+        if self._api_listener is not None:
+            got["api"] = port_of(self._api_listener)
+        self.ports = {name: FixedPort(fixed.what, got[name], fixed.option) for name, fixed in asked.items()}
+
+    def _close_servers(self) -> None:
+        for close in self._closers:
+            close()
 
     @property
     def api_url(self) -> str:
@@ -297,8 +320,7 @@ class LocalStack:
                 if self._loaded:  # a stack that failed before loading its file must not overwrite it
                     self._save_or_warn(self.compact)
             finally:
-                for server in (*self._loopback, self.dynamodb):
-                    server.stop()
+                self._close_servers()
                 if self.enforce_iam and self._saved_env:
                     import boto3
 
@@ -329,12 +351,7 @@ class LocalStack:
             server.start()
         if self.api_port is not None:
             import infra.local.gateway  # noqa: F401 - its imports, while moto's server starts
-        try:
-            self.dynamodb.wait_listening()
-        except LocalToolError:
-            if port_is_free(self.host, self.dynamodb.port):
-                raise
-            raise PortInUseError(taken(self.ports["dynamodb"], self.host)) from None  # taken since the check
+        self.dynamodb.wait_listening()
 
     def _start_pollers(self) -> None:
         """As Lambda's event source mappings and API Gateway do: the template's stream subscriptions
@@ -352,7 +369,10 @@ class LocalStack:
             from infra.local.gateway import LocalGateway
             from infra.local.waf import local_waf
 
-            self.gateway = LocalGateway(self.host, self.api_port, self.gateway_wrap, local_waf(self.deployment)).start()
+            listener = self._api_listener
+            if listener is None:  # bound with the other sockets whenever api_port is set
+                raise LocalToolError("the API's socket was not bound")
+            self.gateway = LocalGateway(listener, self.gateway_wrap, local_waf(self.deployment)).start()
             self.queue_pollers = [
                 QueuePoller(logical_id, self.sms_queue_url).start()
                 for logical_id, _ in subscriptions("SQS", "SmsQueue.Arn", "Queue")
@@ -533,6 +553,10 @@ class LocalStack:
                 f"warning: could not save the table to {self.data_file} ({error}); it keeps its last save",
                 file=sys.stderr,
             )
+
+
+def _port_in(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
 
 
 def admin_client(service: str, region: str, endpoint_url: str, first: bool = False) -> Any:

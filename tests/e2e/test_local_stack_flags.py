@@ -11,18 +11,15 @@ from pathlib import Path
 
 import httpx
 
-from infra.local.ports import free_port
-from tests.support.processes import read_until
+from tests.support.processes import STACK_PORT_OPTIONS, read_until
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _start(tmp_path: Path, flags: Path) -> "subprocess.Popen[bytes]":
-    ports = [str(free_port("127.0.0.1")) for _ in range(4)]
     return subprocess.Popen(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "infra.local_stack", "--flags", str(flags), "--data-file", str(tmp_path / "d.jsonl"),
-         "--dynamodb-port", ports[0], "--bedrock-port", ports[1], "--api-port", ports[2], "--twilio-port", ports[3],
-         "--s3vectors-port", "0"],
+         *(argument for option in STACK_PORT_OPTIONS for argument in (option, "0"))],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
     )  # fmt: skip
 

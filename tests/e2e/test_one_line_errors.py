@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.local.ports import free_port
+from tests.support.ports import unanswered_port
 from tests.support.processes import REPO, read_until, run, running_stack
 
 pytestmark = pytest.mark.e2e
@@ -52,8 +52,8 @@ def test_the_console_on_a_taken_port_names_its_own_option(tmp_path: Path) -> Non
         completed = run(
             "infra.console", "--data-file", str(tmp_path / "d.jsonl"), "--port", str(port), *console_ports()
         )
-    line = one_error_line(completed)
-    assert f"port {port} on 127.0.0.1 (for the API) is taken" in line
+        line = one_error_line(completed)
+        assert f"port {port} on 127.0.0.1 (for the API) is taken" in line
     assert "--port PORT" in line
     assert "--api-port" not in line  # an option the console does not have
 
@@ -85,9 +85,9 @@ def test_a_command_run_outside_the_repository_works_as_the_readme_says(tmp_path:
 
 
 def test_sms_to_a_stack_that_is_gone(tmp_path: Path) -> None:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    completed = run("infra.sms", "Hi coach", "--api", url, "--twilio", url)
+    with unanswered_port() as port:
+        url = f"http://127.0.0.1:{port}"
+        completed = run("infra.sms", "Hi coach", "--api", url, "--twilio", url)
     line = one_error_line(completed)
     assert f"cannot reach the local stack at {url}" in line
     assert "uv run python -m infra.local_stack" in line

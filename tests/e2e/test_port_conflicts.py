@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from infra.local import ports as ports_module
 from infra.local.data import DataLock
 from infra.local.errors import LocalToolError
-from infra.local.ports import free_port
 from infra.local.stack import LocalStack
+from tests.support.ports import unanswered_port
 from tests.support.processes import run, running_stack
 
 OPTIONS = ["--dynamodb-port", "--bedrock-port", "--api-port", "--twilio-port", "--s3vectors-port"]
@@ -43,7 +42,7 @@ def silent_listener_on_a_port() -> Iterator[int]:
 
 
 def _start_stack_with(option: str, port: int, data_file: Path) -> tuple[int, str, float]:
-    ports = {other: str(free_port()) for other in OPTIONS}
+    ports = dict.fromkeys(OPTIONS, "0")  # the others: any free port, which each server binds itself
     ports[option] = str(port)
     started = time.monotonic()
     completed = run(
@@ -80,10 +79,11 @@ def test_a_listener_that_never_answers_is_named_too(tmp_path: Path) -> None:
 
 
 def test_two_servers_given_one_port_are_refused(tmp_path: Path) -> None:
-    port = str(free_port())
-    completed = run("infra.local_stack", "--data-file", str(tmp_path / "d.jsonl"), "--api-port", port,
+    with unanswered_port() as held:  # a number no other process takes meanwhile
+        port = str(held)
+        completed = run("infra.local_stack", "--data-file", str(tmp_path / "d.jsonl"), "--api-port", port,
                     "--twilio-port", port, "--dynamodb-port", "0", "--bedrock-port", "0", "--s3vectors-port", "0",
-                    timeout_s=60)  # fmt: skip
+                        timeout_s=60)  # fmt: skip
     assert completed.returncode == 2
     assert f"were both given port {port}" in completed.stderr
 
@@ -104,23 +104,37 @@ def test_a_port_our_own_stack_holds_is_named_as_that_stack_with_its_pid(server: 
     assert "another program" not in line
 
 
-@pytest.mark.parametrize("server", ["bedrock", "twilio", "s3vectors"])
-def test_a_port_taken_after_the_check_is_one_line_too(
-    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Another stack may take a port between the check and the bind: the bind says so in the same
-    words, instead of an OSError's traceback."""
-    monkeypatch.setattr(ports_module, "port_is_free", lambda host, port: True)  # the check saw it free
+@pytest.mark.parametrize("server", ["dynamodb", "bedrock", "twilio", "s3vectors", "api"])
+def test_a_server_binds_its_own_port_and_names_it_when_taken(server: str, tmp_path: Path) -> None:
+    """No check comes before the bind: the bind is the check, so nothing can take the port between
+    them. A taken one is one line (not an OSError's traceback), and the stack lets go of what it
+    had bound, and of its data file."""
     with silent_listener_on_a_port() as port:
-        given = {"bedrock": 0, "twilio": 0, "s3vectors": 0, server: port}
+        given = {"dynamodb": 0, "bedrock": 0, "twilio": 0, "s3vectors": 0, "api": 0, server: port}
         with pytest.raises(LocalToolError, match=rf"port {port} on 127.0.0.1 .* is taken by .*--{server}-port PORT"):
             LocalStack(
                 tmp_path / "d.jsonl",
-                dynamodb_port=0,
+                dynamodb_port=given["dynamodb"],
                 bedrock_port=given["bedrock"],
                 twilio_port=given["twilio"],
                 s3vectors_port=given["s3vectors"],
+                api_port=given["api"],
             )
     lock = DataLock(tmp_path / "d.jsonl")
     assert lock.try_acquire()  # the failed stack let go of its data file
     lock.release()
+
+
+def test_a_stack_given_port_0_reports_the_ports_its_servers_bound(tmp_path: Path) -> None:
+    stack = LocalStack(tmp_path / "d.jsonl", dynamodb_port=0, api_port=0)
+    try:
+        got = {name: fixed.port for name, fixed in stack.ports.items()}
+        assert all(got.values()), got  # each a real port, read back from its bound socket
+        assert len(set(got.values())) == len(got)
+        for port in got.values():  # each held: another bind on it fails now, not later
+            with pytest.raises(OSError, match="in use"), socket.create_server(("127.0.0.1", port)):
+                pass
+        assert stack.api_port == got["api"]
+        assert stack.dynamodb.url.endswith(f":{got['dynamodb']}")
+    finally:
+        stack.__exit__(None, None, None)

@@ -14,10 +14,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from infra.local.ports import free_port, port_is_free
+from infra.local.ports import listen_on
 from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
-from tests.support.processes import read_until
+from tests.support.ports import unanswered_port
+from tests.support.processes import STACK_PORT_OPTIONS, ports_in_banner, read_until
 from tests.support.readme import commands_run_by_tests, readme_line, run_line, sandbox, start_line
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,11 +62,21 @@ RUN_BY = {
 DEFAULT_PORTS = (8000, 8001, 3000, 8002, 8003)  # the recall index's 8003 too
 
 
+def _port_is_free(port: int) -> bool:
+    """Whether a server could listen on `port` now (SO_REUSEADDR as the stack's servers set it)."""
+    try:
+        listen_on("127.0.0.1", port).close()
+    except OSError:
+        return False
+    return True
+
+
 @pytest.fixture
 def default_ports() -> None:
     """Checked when the test starts, not when the suite is collected minutes before: another
-    program on this machine may have taken one since."""
-    if not all(port_is_free("127.0.0.1", port) for port in DEFAULT_PORTS):
+    program on this machine may have taken one since. (The README's commands name these ports;
+    this module's tests that use them run one after another on one worker: `--dist loadscope`.)"""
+    if not all(_port_is_free(port) for port in DEFAULT_PORTS):
         pytest.skip("the README's commands use the default ports 8000-8003 and 3000, and one is taken here")
 
 
@@ -355,18 +366,21 @@ def test_invoke_the_api_function_with_an_event_file(tmp_path: Path) -> None:
 
 
 def test_the_standalone_stack_serves_another_process_and_saves_on_sigterm(tmp_path: Path) -> None:
-    """What `sam local invoke --env-vars events/env.local.json` relies on, minus the container."""
+    """What `sam local invoke --env-vars events/env.local.json` relies on, minus the container.
+    Every port is left to the stack (0): the banner says which it got."""
     data_file = tmp_path / "standalone.jsonl"
-    dynamodb_port, bedrock_port, api_port, twilio_port = free_port(), free_port(), free_port(), free_port()
     stack = subprocess.Popen(  # noqa: S603
         [sys.executable, "-m", "infra.local_stack", "--data-file", str(data_file),
-         "--dynamodb-port", str(dynamodb_port), "--bedrock-port", str(bedrock_port),
-         "--api-port", str(api_port), "--twilio-port", str(twilio_port), "--s3vectors-port", "0"],
-        stdout=subprocess.PIPE, text=True, cwd=REPO,
+         *(argument for option in STACK_PORT_OPTIONS for argument in (option, "0"))],
+        stdout=subprocess.PIPE, cwd=REPO,
     )  # fmt: skip
     try:
-        assert stack.stdout is not None
-        assert "Local stack running" in stack.stdout.readline()
+        banner = read_until(stack, b"Ctrl-C stops it and saves the table.").decode()
+        assert banner.startswith("Local stack running")
+        ports = ports_in_banner(banner)
+        dynamodb_port, bedrock_port, api_port, twilio_port = (
+            ports[n] for n in ("dynamodb", "bedrock", "api", "twilio")
+        )
         environment = {
             **os.environ,
             "AWS_ENDPOINT_URL_DYNAMODB": f"http://127.0.0.1:{dynamodb_port}",
@@ -422,8 +436,9 @@ def test_aws_mode_without_a_table_says_what_to_set() -> None:
 
 
 def test_texting_without_a_running_stack_says_how_to_start_it() -> None:
-    completed = _run(
-        "infra.sms", "hi", "--api", f"http://127.0.0.1:{free_port()}", "--twilio", f"http://127.0.0.1:{free_port()}"
-    )
+    with unanswered_port() as api, unanswered_port() as twilio:
+        completed = _run(
+            "infra.sms", "hi", "--api", f"http://127.0.0.1:{api}", "--twilio", f"http://127.0.0.1:{twilio}"
+        )
     assert completed.returncode == 2
     assert "uv run python -m infra.local_stack" in completed.stderr

@@ -207,23 +207,27 @@ def test_an_erase_during_a_links_merge_is_not_undone(stack: LocalStack, monkeypa
     assert "Reply YES" in text(stack, phone, f"LINK {code}").text
     answers: dict[str, Any] = {}
     with TcpProxy(stack.dynamodb.port) as proxy:
-        # The functions start cold on the proxy, with a short read timeout: the held write's try
-        # times out, and botocore sends it again after the erase.
+        # The functions start cold on the proxy. The held write waits for the test's word, not for a
+        # read timeout: it reaches the table after the erase has answered, however loaded the machine.
         monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", proxy.url)
-        monkeypatch.setenv("DYNAMODB_READ_TIMEOUT_S", "2")
-        proxy.stall_when(b"MSG#", 1)  # the merge's first write carrying a message: its copies
+        # A read timeout far longer than an erase takes, and the turn's budget that fits it.
+        for name, value in (
+            ("DYNAMODB_READ_TIMEOUT_S", "30"),
+            ("TURN_STORE_RESERVE_S", "100"),
+            ("TURN_DEADLINE_S", "300"),
+        ):
+            monkeypatch.setenv(name, value)
+        proxy.hold_when(b"MSG#")  # the merge's first write carrying a message: its copies
 
         def confirm() -> None:
             answers["yes"] = text(stack, phone, "YES")
 
         confirming = threading.Thread(target=confirm)
         confirming.start()
-        deadline = time.monotonic() + 30
-        while proxy.stalled_requests < 1:
-            assert time.monotonic() < deadline, "the merge never wrote"
-            time.sleep(0.05)
+        assert proxy.held.wait(120), "the merge never wrote"
         erased = HTTP.delete(f"{stack.api_url}/me", headers=bearer(user))
-        confirming.join(60)
+        proxy.release()
+        confirming.join()
     assert erased.status_code == 200, erased.text
     assert answers["yes"].status_code == 200
     assert _left(stack, user) == []  # no ~STATE, ~PROFILE, copied message or summary came back

@@ -1,7 +1,7 @@
 """A server the stack started that accepts connections and never answers is
 reported within seconds (botocore's retries used to take about 100 s), and the stack cleans up."""
 
-import socket
+import sys
 import time
 
 import pytest
@@ -12,15 +12,24 @@ from infra.local.stack import LocalStack
 
 
 def test_a_fresh_server_that_never_answers_is_reported_in_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen()
-        stack = LocalStack()
-        stack.dynamodb.port = int(silent.getsockname()[1])
-        monkeypatch.setattr(LocalDynamoDB, "launch", lambda self, **_: self)  # "started", but it never answers
-        monkeypatch.setattr(LocalDynamoDB, "wait_listening", lambda self, *_: self)
-        started = time.monotonic()
-        with pytest.raises(LocalToolError, match=rf"did not answer within {FIRST_ANSWER_TIMEOUT_S:g} s"):
-            stack.__enter__()
-        elapsed = time.monotonic() - started
+    stack = LocalStack()  # its DynamoDB socket bound and listening: connections are accepted
+    monkeypatch.setattr(LocalDynamoDB, "launch", lambda self, **_: self)  # "started", but nothing serves it
+    monkeypatch.setattr(LocalDynamoDB, "wait_listening", lambda self, *_: self)
+    started = time.monotonic()
+    with pytest.raises(LocalToolError, match=rf"did not answer within {FIRST_ANSWER_TIMEOUT_S:g} s"):
+        stack.__enter__()
+    elapsed = time.monotonic() - started
     assert elapsed < FIRST_ANSWER_TIMEOUT_S + 3, elapsed
+
+
+def test_a_server_process_that_dies_before_it_serves_is_reported_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its socket accepts connections from the start, so only its own word on the ready pipe says it
+    serves: a process that ends first (the pipe closes) is reported with its exit code, not after
+    the start's time-out."""
+    server = LocalDynamoDB(flat=False)
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # a "server" that exits at once, code 1
+    server.launch()
+    started = time.monotonic()
+    with pytest.raises(LocalToolError, match=r"the local DynamoDB server \(port \d+\) exited with code 1"):
+        server.wait_listening(timeout_s=30)
+    assert time.monotonic() - started < 5

@@ -86,24 +86,22 @@ class RunningStack:
 STACK_PORT_OPTIONS = ("--dynamodb-port", "--bedrock-port", "--api-port", "--twilio-port", "--s3vectors-port")
 
 
-# The variables of the stack's environment file that name each server (the API is in the banner).
-_SERVER_VARIABLES = {
-    "dynamodb": "AWS_ENDPOINT_URL_DYNAMODB",
-    "bedrock": "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
-    "twilio": "TWILIO_API_BASE_URL",
-    "s3vectors": "AWS_ENDPOINT_URL_S3VECTORS",
+# The servers as the banner's "Ports:" line names them.
+_BANNER_NAMES = {
+    "DynamoDB": "dynamodb",
+    "Bedrock": "bedrock",
+    "API": "api",
+    "Twilio": "twilio",
+    "S3 Vectors": "s3vectors",
 }
 
 
-def _ports_of(banner: str) -> dict[str, int]:
-    """The ports the stack's servers took (the system chose them): the API's from the banner, the
-    others from the environment file the banner names."""
-    api = re.search(r"API: http://[^:\s]+:(\d+)", banner)
-    env_file = re.search(r"source (\S+)", banner)
-    assert api is not None, banner
-    assert env_file is not None, banner
-    exported = dict(re.findall(r"^export (\w+)='?http://[^:\s]+:(\d+)", Path(env_file.group(1)).read_text(), re.M))
-    return {"api": int(api.group(1))} | {name: int(exported[variable]) for name, variable in _SERVER_VARIABLES.items()}
+def ports_in_banner(banner: str) -> dict[str, int]:
+    """The ports the stack's servers got (the system chose those given as 0), from its banner."""
+    line = re.search(r"^Ports: (.*)\.$", banner, re.M)
+    assert line is not None, banner
+    named = dict(re.findall(r"([A-Za-z0-9 ]+?) (\d+)(?:, |$)", line.group(1)))
+    return {_BANNER_NAMES[name]: int(port) for name, port in named.items()}
 
 
 @contextmanager
@@ -124,7 +122,7 @@ def running_stack(data_file: Path) -> Iterator[RunningStack]:
                 raise
             assert process.stderr is not None
             raise AssertionError(f"{error}; stderr: {process.stderr.read().decode()[-2000:]}") from None
-        yield RunningStack(process, data_file, _ports_of(banner), banner)
+        yield RunningStack(process, data_file, ports_in_banner(banner), banner)
     finally:
         if process.poll() is None:
             process.kill()

@@ -13,8 +13,12 @@ responses of the next `n` requests whose bytes contain `marker` (a request carry
 operation or item), so a test loses exactly the answer it means to; `cut_when(marker, n)` cuts the
 connection of the next `n` such requests before they reach the server (nothing lands);
 `stall_when(marker, n)` holds the next `n` such requests: they never reach the server and no answer
-comes (the client waits out its read timeout). `delay_s` holds every request that long before it
-reaches the server (a slow network: a caller that blocks on it is held that long). Only loopback addresses are used.
+comes (the client waits out its read timeout). `hold_when(marker)` holds the next such request
+until the test calls `release()`, then lets it reach the server and its answer come back: `held` is
+an event the test waits on, so a test orders "the request is on the wire", "something else
+happens", "the request lands" by events, not by racing a client's timeout. `delay_s` holds every
+request that long before it reaches the server (a slow network: a caller that blocks on it is held
+that long). Only loopback addresses are used.
 """
 
 import contextlib
@@ -45,6 +49,9 @@ class TcpProxy:
         self._stall_marker: bytes | None = None
         self._stalls_left = 0
         self.stalled_requests = 0
+        self._hold_marker: bytes | None = None
+        self.held = threading.Event()  # set once a request is held by `hold_when`
+        self._released = threading.Event()
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._sockets: list[socket.socket] = []
@@ -57,6 +64,7 @@ class TcpProxy:
         return self
 
     def __exit__(self, *_: object) -> None:
+        self._released.set()  # a held request's thread ends with the proxy
         self._closing.set()
         self._listener.close()
         with self._lock:
@@ -75,6 +83,22 @@ class TcpProxy:
     def stall_when(self, marker: bytes, count: int = 1) -> None:
         with self._lock:
             self._stall_marker, self._stalls_left = marker, count
+
+    def hold_when(self, marker: bytes) -> None:
+        with self._lock:
+            self._hold_marker = marker
+        self.held.clear()
+        self._released.clear()
+
+    def release(self) -> None:
+        self._released.set()
+
+    def _take_hold(self, data: bytes) -> bool:
+        with self._lock:
+            if self._hold_marker is not None and self._hold_marker in data:
+                self._hold_marker = None
+                return True
+            return False
 
     def _take_stall(self, data: bytes) -> bool:
         with self._lock:
@@ -159,6 +183,9 @@ class TcpProxy:
                         with contextlib.suppress(OSError):
                             sock.close()
                     return
+                if self._take_hold(data):  # on the wire until the test releases it
+                    self.held.set()
+                    self._released.wait()
                 if self._marks(data):
                     marked.set()
                 if self.delay_s:

@@ -2,8 +2,9 @@
 being JSON. It imports nothing of this repository: only the artifact's folders SPEC puts on
 sys.path (the function's own, then its layers', as Lambda's runtime does) and the standard library.
 
-- "serve": the mobile API as Lambda Web Adapter starts it (run.sh: uvicorn on SPEC["port"]); the
-  benchmark times the process from its start to the answer of its first request.
+- "serve": the mobile API as Lambda Web Adapter starts it (run.sh: uvicorn; here on the socket
+  SPEC["fd"] the parent bound and handed over); the benchmark times the process from its start to
+  the answer of its first request.
 - "call": import the handler (Lambda's init), optionally run the SnapStart hooks (before-checkpoint,
   after-restore; SPEC["prime"]), then call it once with SPEC["event"]; print one JSON line of wall-clock times
   (`time.time()`, comparable with the parent's) and how long the first call waited on the servers
@@ -118,9 +119,14 @@ def main() -> None:
     if spec.get("left_out"):
         sys.meta_path.insert(0, _LeftOut(spec["left_out"]))
     if spec["mode"] == "serve":
+        import socket
+
         import uvicorn  # type: ignore[import-not-found,unused-ignore]
 
-        uvicorn.run(f"{spec['module']}:{spec['attribute']}", host="127.0.0.1", port=spec["port"], log_level="error")
+        # The socket the benchmark bound and handed over (pass_fds): the port is never free to take meanwhile.
+        listener = socket.socket(fileno=spec["fd"])
+        config = uvicorn.Config(f"{spec['module']}:{spec['attribute']}", log_level="error")
+        uvicorn.Server(config).run(sockets=[listener])
         return
     import boto3
 

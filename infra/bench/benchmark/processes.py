@@ -36,7 +36,7 @@ import httpx
 
 from infra.bench.benchmark.cold_boot import event_request
 from infra.local.errors import LocalToolError
-from infra.local.ports import free_port
+from infra.local.ports import listen_on, port_of
 from infra.local.stack import LocalStack
 from infra.local.template import REPO_ROOT, function_handler, load_template, web_adapter_app
 
@@ -169,13 +169,15 @@ def _command(spec: dict[str, Any]) -> list[str]:
 
 def serve_once(stack: LocalStack, build: Path, http: httpx.Client) -> dict[str, float]:
     """The API started as the adapter starts it: seconds to ready, and to the first answer."""
-    port = free_port("127.0.0.1")
     method, path, headers, body = event_request(fresh_event("ApiFunction", stack.twilio.sign, stack.webhook_url))
-    cpu, started = _children_cpu(), time.time()
-    process = subprocess.Popen(  # noqa: S603 - Python 3.13 on the artifact, isolated
-        _command(_spec(build, "ApiFunction", mode="serve", port=port)), cwd=build / "ApiFunction",
-        env=stack.process_environment("ApiFunction"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    with listen_on("127.0.0.1", 0) as listener:  # the process serves on it; ours closes once it has its copy
+        port = port_of(listener)
+        cpu, started = _children_cpu(), time.time()
+        process = subprocess.Popen(  # noqa: S603 - Python 3.13 on the artifact, isolated
+            _command(_spec(build, "ApiFunction", mode="serve", fd=listener.fileno())), cwd=build / "ApiFunction",
+            env=stack.process_environment("ApiFunction"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            pass_fds=(listener.fileno(),),
+        )  # fmt: skip
     try:
         while True:  # the adapter's readiness check
             try:
