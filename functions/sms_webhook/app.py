@@ -113,8 +113,13 @@ def make_handler(
         try:
             outcome = accept_once(sms=sms)
         except IdempotencyAlreadyInProgressError:
-            logger.info("Duplicate delivery while the first is in progress; acknowledged")
-            return twiml(None)
+            # Another delivery of this text holds it, and may yet fail: a 200 here could acknowledge
+            # a text nobody queues. Twilio sends it again (its Fallback URL, or the retries of the
+            # URL's connection overrides); by then the first has finished (the same answer) or its
+            # hold has run out (this one does the work). A retried write of our own is no such
+            # delivery: the idempotency store knows its own claim (persistence/idempotency.py).
+            logger.info("Another delivery of this text is in progress; asked to send it again")
+            return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "this message is being handled; please retry")
         except (StoreError, QueueError, IdempotencyPersistenceLayerError):
             # Twilio does not retry a failed webhook; with its Fallback URL set to this same URL it
             # tries once more, and the idempotency record (deleted on failure) lets that through.

@@ -189,8 +189,6 @@ RECALL_BUCKET_NAME, RECALL_INDEX_NAME = "onboarding-recall-local", "messages"
 IDEMPOTENCY_TABLE_NAME = "onboarding-idempotency-local"
 SMS_QUEUE_NAME = "onboarding-sms-local.fifo"
 SMS_DEAD_LETTER_QUEUE_NAME = "onboarding-sms-dlq-local.fifo"
-# Short, so a failed text is retried within seconds locally (the template's is 720 s).
-LOCAL_QUEUE_VISIBILITY_S = 5
 # The flags profile's ids here (AppConfig makes up its own when the stack deploys).
 FLAGS_APPLICATION_ID, FLAGS_ENVIRONMENT_ID, FLAGS_PROFILE_ID = "localflg", "localenv", "memory"
 # What the template sets for Lambda Web Adapter itself (the local gateway plays its part), not the app.
@@ -259,12 +257,14 @@ def default_flags(deployment: LocalDeployment) -> bytes:
 
 
 def queue_request(deployment: LocalDeployment, logical_id: str) -> tuple[str, dict[str, str]]:
-    """(name, CreateQueue attributes) of a queue as the template declares it."""
+    """(name, CreateQueue attributes) of a queue as the template declares it: its visibility
+    timeout and redrive policy too, so a failed text comes back when it would on AWS (a test that
+    needs it sooner shortens it as an operator would, with SetQueueAttributes)."""
     properties = deployment.resolve(resource(logical_id)["Properties"])
     attributes = {key: str(value).lower() if isinstance(value, bool) else str(value) for key, value in {
         "FifoQueue": properties.get("FifoQueue"),
         "MessageRetentionPeriod": properties.get("MessageRetentionPeriod"),
-        "VisibilityTimeout": LOCAL_QUEUE_VISIBILITY_S,
+        "VisibilityTimeout": properties.get("VisibilityTimeout"),
         "RedrivePolicy": json.dumps(properties["RedrivePolicy"]) if "RedrivePolicy" in properties else None,
     }.items() if value is not None}  # fmt: skip
     return deployment.resources[logical_id].attributes["QueueName"], attributes

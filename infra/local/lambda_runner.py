@@ -13,9 +13,10 @@ import logging
 import os
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +26,7 @@ from urllib.parse import urlencode
 import httpx
 
 from infra.local.iam.identity import acting_as
-from infra.local.template import function_handler, web_adapter_app
+from infra.local.template import function_handler, function_timeout_s, web_adapter_app
 
 REQUEST_CONTEXT_HEADER = "x-amzn-request-context"
 
@@ -62,19 +63,24 @@ async def invoke_asgi(app: Any, event: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class LocalLambdaContext:
-    """The attributes of Lambda's context object that handlers and Powertools read."""
+    """The attributes of Lambda's context object that handlers and Powertools read. The remaining
+    time counts down from the function's timeout (`timeout_s`, the template's for a function the
+    stack runs), as Lambda's does from the invocation's start: Powertools Idempotency holds an
+    in-progress record for that long, so a local run shows what AWS would."""
 
     function_name: str
     memory_limit_in_mb: int = 1024
     function_version: str = "$LATEST"
     aws_request_id: str = ""
+    timeout_s: float = 60.0
+    started: float = field(default_factory=time.monotonic)
 
     @property
     def invoked_function_arn(self) -> str:
         return f"arn:aws:lambda:us-east-1:000000000000:function:{self.function_name}"
 
     def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+        return max(0, int((self.started + self.timeout_s - time.monotonic()) * 1000))
 
 
 _warm_modules: dict[tuple[str, frozenset[tuple[str, str]]], ModuleType] = {}
@@ -167,7 +173,9 @@ def log_as(logical_id: str) -> LocalLambdaContext:
     from aws_lambda_powertools.logging.lambda_context import build_lambda_context_model
 
     _keys_per_invocation()
-    context = LocalLambdaContext(function_name=logical_id, aws_request_id=str(uuid.uuid4()))
+    context = LocalLambdaContext(
+        function_name=logical_id, aws_request_id=str(uuid.uuid4()), timeout_s=function_timeout_s(logical_id)
+    )
     LambdaPowertoolsFormatter().thread_safe_append_keys(**vars(build_lambda_context_model(context)))
     return context
 

@@ -95,14 +95,22 @@ def module_file(code_dir: Path, module: str) -> Path:
     return code_dir.joinpath(*module.split(".")).with_suffix(".py")
 
 
-def function_memory_mb(logical_id: str) -> int:
-    """A function's `MemorySize`, or the template's `Globals.Function.MemorySize` it inherits."""
+def _function_number(logical_id: str, name: str) -> int:
+    """A function's `name` property, or the template's `Globals.Function` one it inherits."""
     properties = resource(logical_id)["Properties"]
     globals_: dict[str, Any] = load_template().get("Globals", {}).get("Function", {})
-    memory = properties.get("MemorySize", globals_.get("MemorySize"))
-    if not isinstance(memory, int):
-        raise ValueError(f"{logical_id} has no MemorySize in template.yaml, nor does Globals.Function")
-    return memory
+    value = properties.get(name, globals_.get(name))
+    if not isinstance(value, int):
+        raise ValueError(f"{logical_id} has no {name} in template.yaml, nor does Globals.Function")
+    return value
+
+
+def function_memory_mb(logical_id: str) -> int:
+    return _function_number(logical_id, "MemorySize")
+
+
+def function_timeout_s(logical_id: str) -> int:
+    return _function_number(logical_id, "Timeout")
 
 
 def function_architecture(logical_id: str) -> str:

@@ -16,6 +16,8 @@ import httpx
 import pytest
 
 from infra.local.stack import LocalStack
+from onboarding.persistence.keys import phone_key
+from tests.support.deployed_flows import HTTP, bearer, new_phone, operator_table, replies_to, text
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.integration
@@ -254,3 +256,40 @@ def test_the_json_reply_folds_its_summary_before_the_response_ends(
     finally:
         stack.bedrock.converse_delay_s = 0.0
     assert summary, "the response ended before the fold stored the summary"
+
+
+# --- a text whose idempotency write lands while its answer is lost --------------------------------
+# The write lands, the function never hears so, botocore sends it again. The webhook used to take
+# its own retried write for another delivery in progress and acknowledge the text unqueued (lost);
+# the worker locked itself out of the text until the queue's visibility timeout (the template's
+# 720 s, which the local queue keeps). persistence/idempotency.py recognises the retry as its own.
+
+# Each function's idempotency key names the function it guards (Powertools: module.qualname#hash);
+# the first request carrying it is the in-progress record's PutItem.
+CLAIMS = {"webhook": b"accept_once#", "worker": b"answer_once#"}
+
+
+def _history(stack: LocalStack, phone: str) -> list[tuple[str, str]]:
+    """The phone's user's messages, newest first, as the app's history shows them."""
+    owner = operator_table(stack).get_item(TableName=stack.table_name, Key=phone_key(phone), ConsistentRead=True)
+    user = str(owner["Item"]["user_id"]["S"])
+    answer = HTTP.get(f"{stack.api_url}/history", params={"limit": 50}, headers=bearer(user))
+    return [(message["role"], message["content"]) for message in answer.json()["messages"]]
+
+
+@pytest.mark.parametrize("function", CLAIMS)
+def test_a_text_whose_idempotency_write_answer_is_lost_is_answered_once(
+    stack: LocalStack, table_proxy: TcpProxy, function: str
+) -> None:
+    phone = new_phone()
+    table_proxy.drop_when(CLAIMS[function], 1)
+    started = time.monotonic()
+    acknowledged = text(stack, phone, "Hi coach, I'm a beginner")
+    assert acknowledged.status_code == 200, acknowledged.text
+    [reply] = replies_to(stack, phone, 1, timeout_s=60)
+    answered_s = time.monotonic() - started
+    assert table_proxy.dropped_responses == 1, "the write's answer was lost"
+    time.sleep(1)  # a second answer would come from the same worker within this
+    assert [sent.body for sent in stack.twilio.sent if sent.to == phone] == [reply]
+    assert _history(stack, phone) == [("assistant", reply), ("user", "Hi coach, I'm a beginner")]
+    assert answered_s < 30, answered_s  # not after a visibility timeout or an in-progress hold

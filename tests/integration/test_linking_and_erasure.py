@@ -48,6 +48,10 @@ LINK_FAILURE_LIMIT = 5
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
     with LocalStack(api_port=0) as running:
+        # The operator shortens the queue's visibility timeout (the template's 720 s), so a failing
+        # text reaches the dead-letter queue through maxReceiveCount in seconds, not 24 minutes.
+        sqs = running.operator_client("sqs")
+        sqs.set_queue_attributes(QueueUrl=running.sms_queue_url, Attributes={"VisibilityTimeout": "5"})
         yield running
 
 

@@ -260,10 +260,11 @@ def webhook_url(settings: WebhookSettings, parameters: "SSMProvider") -> Callabl
 
 def _idempotency_layer(table_name: str, client: "DynamoDBClient") -> "DynamoDBPersistenceLayer":
     """Powertools Idempotency's store, on the function's own DynamoDB client (a second client would
-    cost a cold start its construction and a connection of its own)."""
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+    cost a cold start its construction and a connection of its own), whose retried in-progress
+    write is recognised as its own (persistence/idempotency.py)."""
+    from onboarding.persistence.idempotency import ClaimedIdempotencyLayer
 
-    return DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client)
+    return ClaimedIdempotencyLayer(table_name, client)
 
 
 class WebhookParts(NamedTuple):
