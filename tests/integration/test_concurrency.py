@@ -118,7 +118,13 @@ def test_one_message_sid_delivered_5_times_at_once_is_one_turn_and_one_sms(stack
     url = f"{stack.api_url}/sms"
     headers = {"X-Twilio-Signature": stack.twilio.sign(url, form), "Content-Type": "application/x-www-form-urlencoded"}
     responses = at_once(5, lambda _: HTTP.post(url, content=urlencode(form), headers=headers))
-    assert [r.status_code for r in responses] == [200] * 5
+    # A copy that arrives while another is handled gets 503 (it could not tell the text is safe), and
+    # Twilio sends it again: sent again now, each gets the answer of the one that did the work.
+    done = [r for r in responses if r.status_code == 200]
+    assert done, [r.status_code for r in responses]
+    assert all(r.status_code in (200, 503) for r in responses), [r.status_code for r in responses]
+    again = [HTTP.post(url, content=urlencode(form), headers=headers) for r in responses if r.status_code == 503]
+    assert all((a.status_code, a.text) == (200, done[0].text) for a in again)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not [s for s in stack.twilio.sent if s.to == phone]:
         time.sleep(0.1)

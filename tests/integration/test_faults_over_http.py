@@ -264,9 +264,10 @@ def test_the_json_reply_folds_its_summary_before_the_response_ends(
 # the worker locked itself out of the text until the queue's visibility timeout (the template's
 # 720 s, which the local queue keeps). persistence/idempotency.py recognises the retry as its own.
 
-# Each function's idempotency key names the function it guards (Powertools: module.qualname#hash);
-# the first request carrying it is the in-progress record's PutItem.
-CLAIMS = {"webhook": b"accept_once#", "worker": b"answer_once#"}
+# The first request carrying each marker: the in-progress record's PutItem of each function (its
+# idempotency key names the function it guards, Powertools' module.qualname#hash), and the
+# transaction that makes the key a new number's texts are sealed with.
+LOST_WRITES = {"webhook": b"accept_once#", "worker": b"answer_once#", "text key": b'"key_id"'}
 
 
 def _history(stack: LocalStack, phone: str) -> list[tuple[str, str]]:
@@ -277,12 +278,12 @@ def _history(stack: LocalStack, phone: str) -> list[tuple[str, str]]:
     return [(message["role"], message["content"]) for message in answer.json()["messages"]]
 
 
-@pytest.mark.parametrize("function", CLAIMS)
-def test_a_text_whose_idempotency_write_answer_is_lost_is_answered_once(
-    stack: LocalStack, table_proxy: TcpProxy, function: str
+@pytest.mark.parametrize("write", LOST_WRITES)
+def test_a_text_whose_write_answer_is_lost_is_answered_once(
+    stack: LocalStack, table_proxy: TcpProxy, write: str
 ) -> None:
     phone = new_phone()
-    table_proxy.drop_when(CLAIMS[function], 1)
+    table_proxy.drop_when(LOST_WRITES[write], 1)
     started = time.monotonic()
     acknowledged = text(stack, phone, "Hi coach, I'm a beginner")
     assert acknowledged.status_code == 200, acknowledged.text

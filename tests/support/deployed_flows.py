@@ -297,10 +297,15 @@ def stop_and_start(stack: LocalStack) -> None:
 
 def a_failing_text_ends_in_the_dead_letter_queue(stack: LocalStack) -> None:
     """Twilio keeps failing: the worker reports the text failed at each try (its idempotency record
-    is released each time), and after the queue's maxReceiveCount it is in the dead-letter queue."""
+    is released each time), and after the queue's maxReceiveCount it is in the dead-letter queue.
+    The operator shortens the queue's visibility timeout meanwhile (the template's 720 s would make
+    the three tries take 24 minutes), and puts it back after."""
     phone = new_phone()
     sqs = boto3.client("sqs", region_name=stack.region, endpoint_url=stack.dynamodb.url)
     dead_letters = str(stack.deployment.resolve({"Ref": "SmsDeadLetterQueue"}))
+    operator_sqs = stack.operator_client("sqs")
+    visibility = operator_sqs.get_queue_attributes(QueueUrl=stack.sms_queue_url, AttributeNames=["VisibilityTimeout"])
+    operator_sqs.set_queue_attributes(QueueUrl=stack.sms_queue_url, Attributes={"VisibilityTimeout": "5"})
     stack.twilio.transient = [503] * 1000
     try:
         text(stack, phone, "Hi coach")
@@ -313,6 +318,7 @@ def a_failing_text_ends_in_the_dead_letter_queue(stack: LocalStack) -> None:
             time.sleep(0.5)
     finally:
         stack.twilio.transient = []
+        operator_sqs.set_queue_attributes(QueueUrl=stack.sms_queue_url, Attributes=visibility["Attributes"])
 
 
 def _take_dead_letter(sqs: Any, queue_url: str, user_id: str) -> bool:

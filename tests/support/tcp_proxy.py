@@ -18,10 +18,14 @@ until the test calls `release()`, then lets it reach the server and its answer c
 an event the test waits on, so a test orders "the request is on the wire", "something else
 happens", "the request lands" by events, not by racing a client's timeout. `delay_s` holds every
 request that long before it reaches the server (a slow network: a caller that blocks on it is held
-that long). Only loopback addresses are used.
+that long). `chaos(rng, rate)` faults a share of requests at random (a seeded `random.Random`):
+each request, with probability `rate`, is reset before it reaches the server, loses its answer
+after the server applied it, or is stalled 0.5 to 3 s; `faults` counts each kind. Only loopback
+addresses are used.
 """
 
 import contextlib
+import random
 import socket
 import struct
 import threading
@@ -30,6 +34,9 @@ from collections.abc import Iterator
 from typing import Literal
 
 Mode = Literal["pass", "refuse", "drop_response", "stall"]
+Fault = Literal["reset", "lose", "stall"]
+# The first bytes of an HTTP request: the chunk that starts one is where chaos decides its fault.
+_METHODS = (b"GET ", b"POST ", b"PUT ", b"DELETE ", b"HEAD ", b"PATCH ")
 
 
 class TcpProxy:
@@ -49,6 +56,8 @@ class TcpProxy:
         self._stall_marker: bytes | None = None
         self._stalls_left = 0
         self.stalled_requests = 0
+        self._chaos: tuple[random.Random, float] | None = None
+        self.faults: dict[Fault, int] = {"reset": 0, "lose": 0, "stall": 0}
         self._hold_marker: bytes | None = None
         self.held = threading.Event()  # set once a request is held by `hold_when`
         self._released = threading.Event()
@@ -83,6 +92,22 @@ class TcpProxy:
     def stall_when(self, marker: bytes, count: int = 1) -> None:
         with self._lock:
             self._stall_marker, self._stalls_left = marker, count
+
+    def chaos(self, rng: random.Random, rate: float) -> None:
+        with self._lock:
+            self._chaos = (rng, rate)
+
+    def _take_fault(self, data: bytes) -> tuple[Fault | None, float]:
+        """The fault chaos gives the request `data` starts, if any, and a stall's seconds."""
+        with self._lock:
+            if self._chaos is None or not data.startswith(_METHODS):
+                return None, 0.0
+            rng, rate = self._chaos
+            if rng.random() >= rate:
+                return None, 0.0
+            fault: Fault = rng.choice(("reset", "lose", "stall"))
+            self.faults[fault] += 1
+            return fault, rng.uniform(0.5, 3.0)
 
     def hold_when(self, marker: bytes) -> None:
         with self._lock:
@@ -165,10 +190,11 @@ class TcpProxy:
             client.close()
             return
         marked = threading.Event()  # the request now on this connection carries the marker
-        threading.Thread(target=self._pump, args=(client, upstream, marked), daemon=True).start()
-        self._answers(upstream, client, marked)
+        lose = threading.Event()  # chaos chose to lose the answer of the request now on it
+        threading.Thread(target=self._pump, args=(client, upstream, marked, lose), daemon=True).start()
+        self._answers(upstream, client, marked, lose)
 
-    def _pump(self, source: socket.socket, sink: socket.socket, marked: threading.Event) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, marked: threading.Event, lose: threading.Event) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
                 if self._take_cut(data):  # the request never reaches the server
@@ -183,6 +209,16 @@ class TcpProxy:
                         with contextlib.suppress(OSError):
                             sock.close()
                     return
+                fault, stall_s = self._take_fault(data)
+                if fault == "reset":  # before the server sees it
+                    for sock in (source, sink):
+                        with contextlib.suppress(OSError):
+                            sock.close()
+                    return
+                if fault == "lose":
+                    lose.set()
+                if fault == "stall":
+                    time.sleep(stall_s)
                 if self._take_hold(data):  # on the wire until the test releases it
                     self.held.set()
                     self._released.wait()
@@ -194,13 +230,15 @@ class TcpProxy:
         with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_WR)
 
-    def _answers(self, upstream: socket.socket, client: socket.socket, marked: threading.Event) -> None:
+    def _answers(
+        self, upstream: socket.socket, client: socket.socket, marked: threading.Event, lose: threading.Event
+    ) -> None:
         """Server → client; the first chunk of a response to drop closes both sides instead."""
         with contextlib.suppress(OSError):
             while data := upstream.recv(65536):
                 is_marked = marked.is_set()
                 marked.clear()
-                if self._take_drop(is_marked):
+                if self._take_drop(is_marked) or lose.is_set():
                     self.dropped_responses += 1
                     for sock in (client, upstream):
                         with contextlib.suppress(OSError):
