@@ -63,6 +63,12 @@ from onboarding.model.state import OnboardingAgentType
 from onboarding.persistence import Repositories
 from onboarding.summary import SUMMARY_SYSTEM_PROMPT
 
+# The stand-ins' fidelity to the services' documented limits is a table of its own, kept by hand.
+LIMITS_POINTER = (
+    "\nHow closely the local stand-ins hold the services' documented limits (each limit, AWS's value\n"
+    "and source, the product's worst case, the test that holds it): [service-limits.md](service-limits.md).\n"
+)
+
 
 def request_text(request: RecordedRequest) -> str:
     """Everything the model reads: system prompt, texts, tool calls and results."""
@@ -300,6 +306,7 @@ def write_report(records: Sequence[TurnRecord], figures: dict[str, Any], out: Pa
         + "\n\nFacts tracked (value, and the steps whose prompts need it):\n\n"
         + "\n".join(f'- {f.name}: "{f.value}" — {", ".join(sorted(f.needed_by))}' for f in FACTS)
         + "\n\n![needed facts in the prompt, and prompt size, per turn](fidelity.png)\n"
+        + LIMITS_POINTER
     )
     (out / "fidelity.json").write_text(
         json.dumps({"figures": figures, "turns": [r.__dict__ for r in records]}, indent=1, ensure_ascii=False)

@@ -30,6 +30,7 @@ import json
 import math
 import re
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +64,38 @@ class _NotFoundError(Exception):
     pass
 
 
+class _ThrottledError(Exception):
+    """Answered as 429 TooManyRequestsException."""
+
+
+# The S3 User Guide's "Limitations and restrictions" of S3 Vectors, and the API reference's
+# CreateIndex and MetadataConfiguration.
+MAX_PAYLOAD_BYTES = 20 * 1024 * 1024
+MAX_NON_FILTERABLE_KEYS, MAX_KEY_NAME = 10, 63
+MAX_WRITE_REQUESTS_PER_S, MAX_WRITTEN_VECTORS_PER_S = 1_000, 2_500  # per index, PutVectors and DeleteVectors together
+_INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+class WriteRate:
+    """An index's writes in the last second: past 1,000 requests or 2,500 vectors, refused."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._recent: deque[tuple[float, int]] = deque()  # (when, vectors) of each write request
+
+    def take(self, vectors: int) -> None:
+        now = self._clock()
+        while self._recent and self._recent[0][0] <= now - 1.0:
+            self._recent.popleft()
+        written = sum(count for _, count in self._recent)
+        if len(self._recent) + 1 > MAX_WRITE_REQUESTS_PER_S or written + vectors > MAX_WRITTEN_VECTORS_PER_S:
+            raise _ThrottledError(
+                f"Write rate exceeded for the index: at most {MAX_WRITE_REQUESTS_PER_S} requests and "
+                f"{MAX_WRITTEN_VECTORS_PER_S} vectors a second"
+            )
+        self._recent.append((now, vectors))
+
+
 @cache
 def _stemmer(language: str) -> Callable[[list[str]], list[str]]:
     import snowballstemmer
@@ -94,6 +127,7 @@ class IndexState:
     vectors: dict[str, tuple[np.ndarray, dict[str, Any]]] = field(default_factory=dict)
     terms: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # text key -> vector key -> terms
     frequencies: dict[str, Counter[str]] = field(default_factory=dict)  # text key -> vectors holding a term
+    writes: WriteRate = field(default_factory=WriteRate)  # PutVectors and DeleteVectors of the last second
 
     def put(self, entries: Sequence[Mapping[str, Any]]) -> None:
         if not 1 <= len(entries) <= MAX_PUT:
@@ -273,6 +307,9 @@ class _Handler(BaseHTTPRequestHandler):
         operation = self.path.strip("/").split("?", 1)[0]
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         stand_in: S3VectorsStandIn = self.server.stand_in
+        if len(body) > MAX_PAYLOAD_BYTES:
+            self._error(400, "ValidationException", f"The request payload is over {MAX_PAYLOAD_BYTES} bytes (20 MiB)")
+            return
         try:
             params = json.loads(body or b"{}")
             if not isinstance(params, dict):
@@ -299,6 +336,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "ValidationException", str(error))
         except _NotFoundError as missing:
             self._error(404, "NotFoundException", str(missing))
+        except _ThrottledError as throttled:
+            self._error(429, "TooManyRequestsException", str(throttled))
         except KeyError as conflict:
             self._error(409, "ConflictException", str(conflict.args[0]))
         else:
@@ -398,6 +437,13 @@ def _new_index(params: Mapping[str, Any]) -> IndexState:
     if metric not in ("cosine", "euclidean") or params.get("dataType") != "float32":
         raise VectorRequestError("distanceMetric is cosine or euclidean, and dataType float32")
     configuration = params.get("metadataConfiguration") or {}
+    non_filterable = list(configuration.get("nonFilterableMetadataKeys") or [])
+    if len(non_filterable) > MAX_NON_FILTERABLE_KEYS or any(
+        not 1 <= len(str(key)) <= MAX_KEY_NAME for key in non_filterable
+    ):
+        raise VectorRequestError(
+            f"nonFilterableMetadataKeys: at most {MAX_NON_FILTERABLE_KEYS}, each of 1 to {MAX_KEY_NAME} characters"
+        )
     searchable = list(configuration.get("textSearchConfigurations") or [])
     if len(searchable) > MAX_QUERY_TEXTS or any(
         not 1 <= len(str(c.get("metadataKey") or "")) <= 63 or c.get("language", "en") not in LANGUAGES
@@ -424,6 +470,11 @@ def _create_bucket(stand_in: S3VectorsStandIn, params: dict[str, Any]) -> dict[s
 def _create_index(stand_in: S3VectorsStandIn, params: dict[str, Any]) -> dict[str, Any]:
     bucket = str(params.get("vectorBucketName") or str(params.get("vectorBucketArn", "")).partition(":bucket/")[2])
     name, index = str(params.get("indexName", "")), _new_index(params)
+    if not _INDEX_NAME.match(name):
+        raise VectorRequestError(
+            "indexName: 3 to 63 characters of lowercase letters, numbers, hyphens and dots, "
+            "beginning and ending with a letter or number"
+        )
     with stand_in.lock:
         if bucket not in stand_in.buckets:
             raise _NotFoundError(f"The specified vector bucket could not be found: {bucket}")
@@ -445,7 +496,9 @@ def _get_index(stand_in: S3VectorsStandIn, params: dict[str, Any]) -> dict[str, 
 def _put(stand_in: S3VectorsStandIn, params: dict[str, Any]) -> dict[str, Any]:
     state = stand_in.index(params)
     with stand_in.lock:
-        state.put(list(params.get("vectors") or []))
+        vectors = list(params.get("vectors") or [])
+        state.writes.take(len(vectors))
+        state.put(vectors)
         stand_in.changes += 1
     return {}
 
@@ -453,7 +506,9 @@ def _put(stand_in: S3VectorsStandIn, params: dict[str, Any]) -> dict[str, Any]:
 def _delete(stand_in: S3VectorsStandIn, params: dict[str, Any]) -> dict[str, Any]:
     state = stand_in.index(params)
     with stand_in.lock:
-        state.delete([str(key) for key in params.get("keys") or []])
+        keys = [str(key) for key in params.get("keys") or []]
+        state.writes.take(len(keys))
+        state.delete(keys)
         stand_in.changes += 1
     return {}
 

@@ -137,3 +137,26 @@ def test_the_index_is_kept_beside_the_data_file_across_restarts(tmp_path: Path) 
     assert kept
     with LocalStack(data_file=data, api_port=0) as second:
         assert vectors_of(second, user) == kept
+
+
+LONG_SCRIPTS = {"cyrillic": "бегаю", "cjk": "跑步", "emoji": "🏃"}
+
+
+@pytest.mark.parametrize("script", LONG_SCRIPTS)
+def test_a_long_message_in_any_script_answering_a_long_one_is_indexed_and_found_by_its_words(
+    stack: LocalStack, script: str
+) -> None:
+    """8,000 characters answering 8,000 of the same script: the stream's indexer writes both
+    through the S3 Vectors stand-in, which refuses metadata over 40 KB as the service does, and
+    Titan's stand-in, which refuses past 8,192 tokens; each is then found by a word of its own."""
+    user, word = new_user(), LONG_SCRIPTS[script]
+    store = Repositories.over(operator_table(stack), stack.table_name, Settings.from_env())
+    markers = [f"m{uuid.uuid4().hex[:10]}" for _ in range(2)]
+    asked, answer = (" ".join([marker, *[word] * 8_000])[:8_000] for marker in markers)
+    store.writes.append_message(user, "assistant", asked)
+    store.writes.append_message(user, "user", answer)
+    stack.drain_index()
+    assert len(vectors_of(stack, user)) == 2  # neither refused
+    for marker in markers:
+        assert [text[: len(marker)] for text in found_by_words(stack, user, marker)][:1] == [marker]
+    assert stack.decisions().refusals == []

@@ -28,7 +28,18 @@ import numpy as np
 TITAN_TEXT_V2 = "amazon.titan-embed-text-v2"
 DIMENSIONS = (256, 512, 1024)
 DEFAULT_DIMENSIONS = 1024
-MAX_INPUT_CHARS = 50_000  # Titan Text Embeddings V2's documented limit (and 8,192 tokens)
+MAX_INPUT_CHARS = 50_000  # Titan Text Embeddings V2's documented limits
+MAX_INPUT_TOKENS = 8_192
+
+
+def titan_tokens(text: str) -> int:
+    """Tokens counted at least as strictly as Titan's tokenizer would: one for every 3 ASCII
+    characters, one for every 2 UTF-8 bytes of any other character. (MiniLM's own tokenizer, which
+    embeds here, reads an emoji as one unknown token: it would let past what Titan refuses.)"""
+    ascii_chars = sum(1 for character in text if ord(character) < 128)
+    return -(-ascii_chars // 3) + -(-(len(text.encode("utf-8")) - ascii_chars) // 2)
+
+
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's sequence length (longer text is cut, as sentence-transformers does)
 LAYERS, HEADS, WIDTH = 6, 12, 384
 _MALFORMED = "Malformed input request: {}, please reformat your input and try again."
@@ -112,7 +123,7 @@ def _projection(dimensions: int) -> np.ndarray:
     return basis.astype(np.float32)
 
 
-def embed_request(body: Mapping[str, Any]) -> dict[str, Any]:
+def embed_request(body: Mapping[str, Any], max_tokens: int = MAX_INPUT_TOKENS) -> dict[str, Any]:
     """Titan V2's answer to an InvokeModel body, or EmbeddingRequestError with Bedrock's wording."""
     text = body.get("inputText")
     if not isinstance(text, str) or not text:
@@ -121,10 +132,16 @@ def embed_request(body: Mapping[str, Any]) -> dict[str, Any]:
         raise EmbeddingRequestError(
             _MALFORMED.format(f"#/inputText: expected maxLength: {MAX_INPUT_CHARS}, actual: {len(text)}")
         )
+    tokens = titan_tokens(text)
+    if tokens > max_tokens:
+        raise EmbeddingRequestError(
+            f"400 Bad Request: Too many input tokens. Max input tokens: {max_tokens}, "
+            f"request input token count: {tokens}"
+        )
     dimensions = body.get("dimensions", DEFAULT_DIMENSIONS)
     if dimensions not in DIMENSIONS:
         raise EmbeddingRequestError(_MALFORMED.format(f"#/dimensions: {dimensions} is not a valid enum value"))
-    pooled, tokens = sentence_embedding(text)
+    pooled, _ = sentence_embedding(text)
     vector = pooled @ _projection(int(dimensions))
     if body.get("normalize", True):
         vector = vector / (np.linalg.norm(vector) or 1.0)

@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
 from infra.local.bedrock_emulator.coach import CoachReply, coach_respond
-from infra.local.bedrock_emulator.embeddings import EmbeddingRequestError, embed_request, is_embedding_model
+from infra.local.bedrock_emulator.embeddings import (
+    MAX_INPUT_TOKENS,
+    EmbeddingRequestError,
+    embed_request,
+    is_embedding_model,
+)
 from infra.local.bedrock_emulator.judge import is_judge_request, judge_reply
 from infra.local.bedrock_emulator.recorded import Fault, RecordedRequest
 from infra.local.bedrock_emulator.replies import STREAM_FAULTS, content_events, converse_answer, stop_reason, usage_of
@@ -85,13 +90,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "ValidationException", "The provided model identifier is invalid.")
             return
         try:
-            answer = embed_request(body)
+            answer = embed_request(body, stand_in.embedding_max_tokens)
         except EmbeddingRequestError as error:
             self._error(400, "ValidationException", str(error))
             return
         if delay := stand_in.embedding_delay_s:
             time.sleep(delay)
-        stand_in.note("embeddings", None)
+        stand_in.note("embeddings", len(body["inputText"]))
         self._json(200, answer, {"X-Amzn-Bedrock-Input-Token-Count": str(answer["inputTextTokenCount"])})
 
     def _answer(self, request: "RecordedRequest", model_id: str, operation: str, body: dict[str, Any]) -> None:
@@ -185,6 +190,8 @@ class BedrockEmulator(LoopbackService):
         self.chunk_delay_s = chunk_delay_s
         self.converse_delay_s = 0.0  # how long a (non-streamed) Converse answer takes, e.g. a summary
         self.embedding_delay_s = 0.0  # how long an embedding takes (a slow model, for the deadline tests)
+        # Titan's token limit; a test lowers it for a Titan that counts a text longer than estimated.
+        self.embedding_max_tokens = MAX_INPUT_TOKENS
         self.gate: Gate | None = None  # the template's policies, when the local stack enforces them
         self._lock = threading.Lock()
         # What was asked and answered, in order (read through the properties below).
@@ -192,7 +199,7 @@ class BedrockEmulator(LoopbackService):
         self._durations: list[float] = []
         self._first_tokens: list[float] = []
         self._usages: list[dict[str, int]] = []
-        self._embeddings: list[None] = []
+        self._embeddings: list[int] = []  # the characters of each answered embedding's input
         # What the next requests meet, first queued first.
         self._faults: deque[Fault] = deque()
         self._scripted: deque[CoachReply] = deque()
@@ -247,6 +254,11 @@ class BedrockEmulator(LoopbackService):
     def embeddings(self) -> int:
         """How many embeddings were answered (the indexer's and the turns' together)."""
         return len(self._copy("embeddings"))
+
+    @property
+    def embedded_chars(self) -> list[int]:
+        """The characters of each answered embedding's input, oldest first."""
+        return self._copy("embeddings")
 
     def queue_fault(self, fault: Fault) -> None:
         self.note("faults", fault)

@@ -160,7 +160,8 @@ class Limits(_FromEnv):
     # Titan Text Embeddings V2's output size (the index is made with the same), and how much text of a
     # message (with the one it answers) is embedded.
     embedding_dimensions: int = Field(default=1024, validation_alias="EMBEDDING_DIMENSIONS")
-    embedding_max_chars: int = Field(default=8_000, ge=100, le=50_000, validation_alias="EMBEDDING_MAX_CHARS")
+    # At most the ASCII characters Titan's 8,192 tokens hold by recall/embeddings.py's estimate.
+    embedding_max_chars: int = Field(default=8_000, ge=100, le=24_000, validation_alias="EMBEDDING_MAX_CHARS")
 
     @field_validator("reset_keywords", mode="before")
     @classmethod

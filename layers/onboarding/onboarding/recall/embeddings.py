@@ -17,10 +17,41 @@ import json
 from typing import Any
 
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from onboarding.config import Settings
 
 INDEXER_ATTEMPTS = 3
+# Titan Text Embeddings V2 takes at most 8,192 tokens (and 50,000 characters) of input. The
+# product counts tokens as no tokenizer would fall short of (`estimated_tokens`), keeps a margin,
+# and if Titan still says "Too many input tokens" tries once more with half the estimate.
+TITAN_MAX_TOKENS = 8_192
+TOKEN_MARGIN = 192
+_TOO_MANY_TOKENS = "too many input tokens"
+
+
+def estimated_tokens(text: str) -> int:
+    """At least the tokens Titan counts in `text`: a token for every 3 ASCII characters (English
+    runs about 4.7 a token) and one for every 2 UTF-8 bytes of anything else (a CJK character is
+    3 bytes, an emoji 4)."""
+    ascii_chars = sum(1 for character in text if ord(character) < 128)
+    other_bytes = len(text.encode("utf-8")) - ascii_chars
+    return -(-ascii_chars // 3) + -(-other_bytes // 2)
+
+
+def within_tokens(text: str, limit: int) -> str:
+    """The end of `text` whose estimate is within `limit` tokens (a message's own words end what
+    is embedded: the words of the message it answers come first, and give way first)."""
+    if estimated_tokens(text) <= limit:
+        return text
+    low, high = 0, len(text)  # the smallest start whose tail fits
+    while low < high:
+        middle = (low + high) // 2
+        if estimated_tokens(text[middle:]) <= limit:
+            high = middle
+        else:
+            low = middle + 1
+    return text[low:]
 
 
 def embeddings_client_config(settings: Settings, hot_path: bool) -> Config:
@@ -44,6 +75,17 @@ class TitanEmbeddings:
         self._dimensions = dimensions
 
     def embed_query(self, text: str) -> list[float]:
+        """`text`'s embedding, of as much of its end as Titan's token limit takes: never refused
+        for its length (a text Titan counts longer than estimated is sent again, shorter, once)."""
+        fitted = within_tokens(text, TITAN_MAX_TOKENS - TOKEN_MARGIN)
+        try:
+            return self._embed(fitted)
+        except ClientError as error:
+            if _TOO_MANY_TOKENS not in str(error.response.get("Error", {}).get("Message", "")).lower():
+                raise
+            return self._embed(within_tokens(fitted, estimated_tokens(fitted) // 2))
+
+    def _embed(self, text: str) -> list[float]:
         body = json.dumps({"inputText": text, "dimensions": self._dimensions, "normalize": True})
         answer = self.client.invoke_model(
             modelId=self._model_id, body=body, accept="application/json", contentType="application/json"

@@ -13,6 +13,8 @@ a delete takes a message's words with its vector. Every botocore failure, an ans
 becomes `RecallUnavailableError`.
 """
 
+import json
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +38,10 @@ NON_FILTERABLE_KEYS = (TEXT_KEY, ROLE_KEY, AT_KEY, BEFORE_KEY, SAID_KEY)
 SEARCHED_KEY = SAID_KEY  # the full-text searchable key
 
 QUERY_TEXT_MAX_CHARS = 1024  # a query text's documented maximum
+# S3 Vectors takes at most 40 KB of metadata a vector, counted in bytes: a message's metadata is
+# fitted to that, less a margin for however the service counts keys, quotes and escapes.
+METADATA_MAX_BYTES = 40 * 1024
+METADATA_MARGIN_BYTES = 2 * 1024
 
 INDEXED_ROLES = ("user", "assistant")
 
@@ -45,14 +51,40 @@ def vector_key(user_id: str, message_id: str) -> str:
     return f"{user_id}{KEY_SEPARATOR}{message_id}"
 
 
+def _said_parts(message: Message, answers: Message | None, max_chars: int) -> tuple[str, str]:
+    own = " ".join(message.content.split())[:max_chars]
+    context = " ".join(answers.content.split()) if answers is not None else ""
+    room = max_chars - len(own) - 1
+    return (context[-room:] if context and room > 0 else ""), own
+
+
+def _joined(context: str, own: str) -> str:
+    return f"{context} {own}" if context else own
+
+
 def said_text(message: Message, answers: Message | None, max_chars: int) -> str:
     """What a message is embedded and searched as: what it answers, then itself, within `max_chars`
     (its own text kept first, the context cut first), so that a reply is found by the question it
     answers and a short answer ("yes, twice a week") by what was asked."""
-    own = " ".join(message.content.split())[:max_chars]
-    context = " ".join(answers.content.split()) if answers is not None else ""
-    room = max_chars - len(own) - 1
-    return f"{context[-room:]} {own}" if context and room > 0 else own
+    return _joined(*_said_parts(message, answers, max_chars))
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def head_bytes(text: str, limit: int) -> str:
+    """The start of `text` within `limit` UTF-8 bytes, cut on a character boundary."""
+    return text.encode("utf-8")[: max(limit, 0)].decode("utf-8", errors="ignore")
+
+
+def tail_bytes(text: str, limit: int) -> str:
+    """The end of `text` within `limit` UTF-8 bytes, cut on a character boundary."""
+    return text.encode("utf-8")[len(text.encode("utf-8")) - max(limit, 0) :].decode("utf-8", errors="ignore")
+
+
+def metadata_bytes(found: Mapping[str, Any]) -> int:
+    return _bytes(json.dumps(found, ensure_ascii=False))
 
 
 def _at(message: Message) -> str:
@@ -60,16 +92,40 @@ def _at(message: Message) -> str:
 
 
 def metadata(user_id: str, message: Message, answers: Message | None, max_chars: int) -> dict[str, Any]:
-    found: dict[str, Any] = {
-        USER_KEY: user_id,
-        TEXT_KEY: message.content[:max_chars],
-        ROLE_KEY: message.role,
-        AT_KEY: _at(message),
-        SAID_KEY: said_text(message, answers, max_chars),
-    }
-    if answers is not None:
-        found[BEFORE_KEY] = [answers.message_id, answers.role, _at(answers), answers.content[:max_chars]]
-    return found
+    """A message's metadata, within METADATA_MAX_BYTES less the margin whatever its script. What
+    gives way, in this order, each cut on a character boundary: the answered message's words that
+    are searched (in `said`), then those shown beside the hit (`before`, its end kept: a question
+    ends there), then the message's own searched words, and last the words the prompt shows of it
+    (`text`)."""
+    context, own = _said_parts(message, answers, max_chars)
+    text, before = message.content[:max_chars], answers.content[:max_chars] if answers is not None else ""
+
+    def built() -> dict[str, Any]:
+        found: dict[str, Any] = {
+            USER_KEY: user_id,
+            TEXT_KEY: text,
+            ROLE_KEY: message.role,
+            AT_KEY: _at(message),
+            SAID_KEY: _joined(context, own),
+        }
+        if answers is not None:
+            found[BEFORE_KEY] = [answers.message_id, answers.role, _at(answers), before]
+        return found
+
+    budget = METADATA_MAX_BYTES - METADATA_MARGIN_BYTES
+    for give_way in ("context", "before", "own", "text"):
+        excess = metadata_bytes(built()) - budget
+        if excess <= 0:
+            break
+        if give_way == "context":
+            context = tail_bytes(context, _bytes(context) - excess)
+        elif give_way == "before":
+            before = tail_bytes(before, _bytes(before) - excess)
+        elif give_way == "own":
+            own = head_bytes(own, _bytes(own) - excess)
+        else:
+            text = head_bytes(text, _bytes(text) - excess)
+    return built()
 
 
 def _message(message_id: Any, role: Any, at: Any, text: Any) -> Message | None:
@@ -94,6 +150,10 @@ def recalled_messages(key: str, found: Mapping[str, Any]) -> tuple[Message, ...]
 
 
 BATCH = 500  # vectors per PutVectors or DeleteVectors request (the service's maximum)
+# An index takes at most 2,500 vectors written or deleted a second (and 1,000 requests): a long
+# erase keeps to 80 % of that, so it is not throttled by its own pace (botocore's standard tries
+# still back off from a throttle that other writes cause).
+PACED_VECTORS_PER_S = 2_000
 
 
 @dataclass(frozen=True)
@@ -151,11 +211,15 @@ class VectorIndex:
                 self.client.put_vectors(indexArn=self._index_arn, vectors=vectors)
 
     def delete(self, user_id: str, message_ids: Sequence[str]) -> int:
-        """Delete the vectors of these messages (absent ones are no error); how many were asked."""
+        """Delete the vectors of these messages (absent ones are no error), at most
+        PACED_VECTORS_PER_S a second; how many were asked."""
         keys = [vector_key(user_id, message_id) for message_id in message_ids]
         for start in range(0, len(keys), BATCH):
+            began, batch = time.monotonic(), keys[start : start + BATCH]
             with _index_call("could not delete from the recall index"):
-                self.client.delete_vectors(indexArn=self._index_arn, keys=keys[start : start + BATCH])
+                self.client.delete_vectors(indexArn=self._index_arn, keys=batch)
+            if start + BATCH < len(keys):  # the next batch waits for this one's share of the second
+                time.sleep(max(0.0, len(batch) / PACED_VECTORS_PER_S - (time.monotonic() - began)))
         return len(keys)
 
     def query(
