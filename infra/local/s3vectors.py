@@ -73,6 +73,7 @@ class _ThrottledError(Exception):
 MAX_PAYLOAD_BYTES = 20 * 1024 * 1024
 MAX_NON_FILTERABLE_KEYS, MAX_KEY_NAME = 10, 63
 MAX_WRITE_REQUESTS_PER_S, MAX_WRITTEN_VECTORS_PER_S = 1_000, 2_500  # per index, PutVectors and DeleteVectors together
+MAX_FILTER_CONSTRAINTS = 100  # on an ENHANCED index (the User Guide's "Changing a vector index's mode")
 _INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
@@ -225,6 +226,8 @@ class IndexState:
                 )
             if not isinstance(text.get("text"), str) or not 1 <= len(text["text"]) <= MAX_QUERY_TEXT:
                 raise VectorRequestError(f"A query text holds 1 to {MAX_QUERY_TEXT} characters")
+        if where is not None and len(_filter_keys(where)) > MAX_FILTER_CONSTRAINTS:
+            raise VectorRequestError(f"Invalid filter: more than {MAX_FILTER_CONSTRAINTS} constraints")
         if where is not None:
             for key in _filter_keys(where):
                 if key in self.non_filterable_keys:
@@ -525,6 +528,8 @@ def _described(state: IndexState, key: str, data: bool, metadata: bool) -> dict[
 
 def _query(stand_in: S3VectorsStandIn, params: dict[str, Any]) -> dict[str, Any]:
     state = stand_in.index(params)
+    if params.get("queryMode") == "CLASSIC":  # every index here is ENHANCED (QueryVectors' queryMode)
+        raise VectorRequestError("queryMode CLASSIC can't be specified for an ENHANCED index")
     vector = (params.get("queryVector") or {}).get("float32") if "queryVector" in params else None
     if "queryVector" in params and not isinstance(vector, list):
         raise VectorRequestError("queryVector holds float32 values")

@@ -52,7 +52,12 @@ def test_the_embedding_joins_what_means_the_same_at_every_titan_size(
 
 @pytest.mark.parametrize(
     ("body", "says"),
-    [({"dimensions": 300}, "dimensions"), ({"text": ""}, "inputText"), ({"text": "x" * 50_001}, "maxLength")],
+    [
+        ({"dimensions": 300}, "dimensions"),
+        ({"text": ""}, "inputText"),
+        ({"text": "x" * 50_001}, "maxLength"),  # Titan V2: 50,000 characters
+        ({"text": "🏃" * 4_097}, "Too many input tokens"),  # and 8,192 tokens, counted no lower than Titan would
+    ],
 )
 def test_what_titan_refuses_is_refused_with_a_validation_exception(
     emulator: BedrockEmulator, body: dict[str, Any], says: str

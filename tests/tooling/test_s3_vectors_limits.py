@@ -3,8 +3,9 @@ Guide's "Limitations and restrictions" page of S3 Vectors (request payload 20 Mi
 and DeleteVectors requests and 2,500 vectors written or deleted a second per index; 10
 non-filterable metadata keys per index) and the API reference's CreateIndex (an index name of 3 to
 63 lowercase letters, numbers, hyphens and dots) and MetadataConfiguration (a non-filterable key of
-1 to 63 characters). And the product keeps to them: an erase of a 20,000-message user finishes
-under the stand-in's throttling, every vector gone."""
+1 to 63 characters), the index-mode page (at most 100 filter constraints on an ENHANCED index) and
+QueryVectors (no `queryMode` CLASSIC on an ENHANCED index). And the product keeps to them: an
+erase of a 20,000-message user finishes under the stand-in's throttling, every vector gone."""
 
 import time
 from collections.abc import Iterator
@@ -109,3 +110,18 @@ def test_an_erase_of_a_20000_message_user_finishes_under_the_throttling(
     elapsed = time.monotonic() - started
     assert state.vectors == {}
     assert elapsed >= (20_000 - 500) / PACED_VECTORS_PER_S  # paced, not back to back
+
+
+def test_a_filter_of_101_constraints_is_refused(stand_in: tuple[S3VectorsStandIn, Any]) -> None:
+    _, client = stand_in
+    query = {"topK": 1, "queryVector": {"float32": [1.0, 0.0]}}
+    client.query_vectors(**INDEX, **query, filter={"$and": [{f"k{n}": n} for n in range(100)]})
+    where = {"$and": [{f"k{n}": n} for n in range(101)]}
+    _refused(lambda: client.query_vectors(**INDEX, **query, filter=where), "ValidationException", "100 constraints")
+
+
+def test_query_mode_classic_on_an_enhanced_index_is_refused(stand_in: tuple[S3VectorsStandIn, Any]) -> None:
+    _, client = stand_in
+    query = {"topK": 1, "queryVector": {"float32": [1.0, 0.0]}}
+    client.query_vectors(**INDEX, **query, queryMode="ENHANCED")
+    _refused(lambda: client.query_vectors(**INDEX, **query, queryMode="CLASSIC"), "ValidationException", "CLASSIC")
