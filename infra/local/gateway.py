@@ -301,10 +301,10 @@ class LocalGateway:
         stage's web ACL."""
         app: Any = GatewayApp(api_routes(), waf)
         app = wrap(app) if wrap is not None else app
+        host, self._port = listener.getsockname()[:2]
         # uvicorn closes an idle connection after 5 s, the same age at which httpx and other clients
         # reuse one: a request sent on it as it closes is lost ("Server disconnected"). API Gateway
         # keeps idle connections far longer, so the local one does too.
-        host, self._port = listener.getsockname()[:2]
         config = uvicorn.Config(
             app, host=host, port=self._port, log_level="warning", access_log=False, timeout_keep_alive=KEEP_ALIVE_S
         )

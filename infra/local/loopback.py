@@ -37,10 +37,15 @@ class LoopbackService:
         self._thread = threading.Thread(target=self._server.serve_forever, args=(POLL_S,), name=name, daemon=True)
 
     @property
+    def port(self) -> int:
+        """The port its socket is bound to (the one the system chose, when it was given 0)."""
+        return int(self._server.server_address[1])
+
+    @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host = self._server.server_address[0]
         reachable = "127.0.0.1" if host == "0.0.0.0" else host  # noqa: S104 - only compared, never bound here
-        return f"http://{reachable!s}:{port}"
+        return f"http://{reachable!s}:{self.port}"
 
     def start(self) -> Self:
         self._thread.start()

@@ -226,12 +226,12 @@ class IndexState:
                 )
             if not isinstance(text.get("text"), str) or not 1 <= len(text["text"]) <= MAX_QUERY_TEXT:
                 raise VectorRequestError(f"A query text holds 1 to {MAX_QUERY_TEXT} characters")
-        if where is not None and len(_filter_keys(where)) > MAX_FILTER_CONSTRAINTS:
+        filtered = _filter_keys(where) if where is not None else []
+        if len(filtered) > MAX_FILTER_CONSTRAINTS:
             raise VectorRequestError(f"Invalid filter: more than {MAX_FILTER_CONSTRAINTS} constraints")
-        if where is not None:
-            for key in _filter_keys(where):
-                if key in self.non_filterable_keys:
-                    raise VectorRequestError(f"Invalid filter: '{key}' is a non-filterable metadata key")
+        for key in filtered:
+            if key in self.non_filterable_keys:
+                raise VectorRequestError(f"Invalid filter: '{key}' is a non-filterable metadata key")
 
     def _distances(self, kept: Sequence[str], query: Sequence[float]) -> list[float]:
         matrix, q = np.stack([self.vectors[key][0] for key in kept]), np.asarray(query, dtype=np.float32)

@@ -207,9 +207,9 @@ class LocalStack:
         self._closers.append(self.appconfig.stop)
         got = {
             "dynamodb": self.dynamodb.port,
-            "bedrock": _port_in(self.bedrock.url),
-            "twilio": _port_in(self.twilio.url),
-            "s3vectors": _port_in(self.s3vectors.url),
+            "bedrock": self.bedrock.port,
+            "twilio": self.twilio.port,
+            "s3vectors": self.s3vectors.port,
         }
         if self._api_listener is not None:
             got["api"] = port_of(self._api_listener)
@@ -553,10 +553,6 @@ class LocalStack:
                 f"warning: could not save the table to {self.data_file} ({error}); it keeps its last save",
                 file=sys.stderr,
             )
-
-
-def _port_in(url: str) -> int:
-    return int(url.rsplit(":", 1)[1])
 
 
 def admin_client(service: str, region: str, endpoint_url: str, first: bool = False) -> Any:

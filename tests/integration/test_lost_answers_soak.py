@@ -194,10 +194,6 @@ def _dead_letters(stack: LocalStack) -> int:
     return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
 
-def _port(url: str) -> int:
-    return int(url.rsplit(":", 1)[1])
-
-
 @pytest.mark.parametrize("seed", [1, 2])
 def test_under_lost_answers_resets_and_stalls_nothing_acknowledged_is_lost(
     stack: LocalStack, monkeypatch: pytest.MonkeyPatch, seed: int
@@ -206,8 +202,8 @@ def test_under_lost_answers_resets_and_stalls_nothing_acknowledged_is_lost(
     proxies: dict[str, TcpProxy] = {}
     servers = {
         "AWS_ENDPOINT_URL_DYNAMODB": stack.dynamodb.port,
-        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": _port(stack.bedrock.url),
-        "AWS_ENDPOINT_URL_S3VECTORS": _port(stack.s3vectors.url),
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": stack.bedrock.port,
+        "AWS_ENDPOINT_URL_S3VECTORS": stack.s3vectors.port,
     }
     started = time.monotonic()
     try:

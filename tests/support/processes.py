@@ -105,7 +105,7 @@ def ports_in_banner(banner: str) -> dict[str, int]:
 
 
 @contextmanager
-def running_stack(data_file: Path) -> Iterator[RunningStack]:
+def running_stack(data_file: Path, timeout_s: float = 120) -> Iterator[RunningStack]:
     """`python -m infra.local_stack` on `data_file` and free ports, until the block ends."""
     process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "infra.local_stack", "--data-file", str(data_file)]
@@ -116,7 +116,7 @@ def running_stack(data_file: Path) -> Iterator[RunningStack]:
     )
     try:
         try:
-            banner = read_until(process, b"Ctrl-C stops it").decode()
+            banner = read_until(process, b"Ctrl-C stops it", timeout_s).decode()
         except AssertionError as error:
             if process.poll() is None:
                 raise

@@ -80,7 +80,8 @@ def head_bytes(text: str, limit: int) -> str:
 
 def tail_bytes(text: str, limit: int) -> str:
     """The end of `text` within `limit` UTF-8 bytes, cut on a character boundary."""
-    return text.encode("utf-8")[len(text.encode("utf-8")) - max(limit, 0) :].decode("utf-8", errors="ignore")
+    encoded = text.encode("utf-8")
+    return encoded[max(len(encoded) - max(limit, 0), 0) :].decode("utf-8", errors="ignore")
 
 
 def metadata_bytes(found: Mapping[str, Any]) -> int:
@@ -98,33 +99,31 @@ def metadata(user_id: str, message: Message, answers: Message | None, max_chars:
     ends there), then the message's own searched words, and last the words the prompt shows of it
     (`text`)."""
     context, own = _said_parts(message, answers, max_chars)
-    text, before = message.content[:max_chars], answers.content[:max_chars] if answers is not None else ""
+    parts = {
+        "context": context,
+        "before": answers.content[:max_chars] if answers is not None else "",
+        "own": own,
+        "text": message.content[:max_chars],
+    }
 
     def built() -> dict[str, Any]:
         found: dict[str, Any] = {
             USER_KEY: user_id,
-            TEXT_KEY: text,
+            TEXT_KEY: parts["text"],
             ROLE_KEY: message.role,
             AT_KEY: _at(message),
-            SAID_KEY: _joined(context, own),
+            SAID_KEY: _joined(parts["context"], parts["own"]),
         }
         if answers is not None:
-            found[BEFORE_KEY] = [answers.message_id, answers.role, _at(answers), before]
+            found[BEFORE_KEY] = [answers.message_id, answers.role, _at(answers), parts["before"]]
         return found
 
     budget = METADATA_MAX_BYTES - METADATA_MARGIN_BYTES
-    for give_way in ("context", "before", "own", "text"):
+    for part, cut in (("context", tail_bytes), ("before", tail_bytes), ("own", head_bytes), ("text", head_bytes)):
         excess = metadata_bytes(built()) - budget
         if excess <= 0:
             break
-        if give_way == "context":
-            context = tail_bytes(context, _bytes(context) - excess)
-        elif give_way == "before":
-            before = tail_bytes(before, _bytes(before) - excess)
-        elif give_way == "own":
-            own = head_bytes(own, _bytes(own) - excess)
-        else:
-            text = head_bytes(text, _bytes(text) - excess)
+        parts[part] = cut(parts[part], _bytes(parts[part]) - excess)
     return built()
 
 
