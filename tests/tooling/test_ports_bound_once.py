@@ -38,7 +38,7 @@ def _names(node: ast.AST) -> set[str]:
 
 
 def _kept(node: ast.AST) -> set[str]:
-    """The names `node` hands on as objects: not those it only reads a port from (`s.getsockname()`)."""
+    """The names `node` hands on as objects: not those it only reads a port from (a socket's `getsockname()`)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "getsockname":
         return set()
     if isinstance(node, ast.Name):
@@ -179,7 +179,7 @@ def test_the_check_leaves_a_port_that_stays_bound(case: str) -> None:
 
 
 # Spelled in two parts so that `grep -rn` for the retired helper's name finds nothing, this file included.
-RETIRED_HELPER = "free_port"
+RETIRED_HELPER = "_".join(("free", "port"))
 
 
 def test_no_code_in_infra_or_tests_picks_a_port_and_binds_it_later() -> None:
