@@ -66,6 +66,7 @@ def local_stack_with_console(
         gateway_wrap=console.wrap,
         enforce_iam=enforce_iam,
         api_option="--port",
+        command="infra.console",
     )
     console.stack = stack
     return stack, console

@@ -68,7 +68,9 @@ def stack_for(
     for attempt in range(2):
         state = running_stack(data_file)
         if state is not None:
-            print(f"Using the local stack of {state.describe()} ({data_file}).", file=sys.stderr)
+            print(
+                f"Using the local stack (pid {state.pid}) that {state.command} started ({data_file}).", file=sys.stderr
+            )
             with temporary_environment({**state.environment, **(overrides or {})}), _signing_as_functions():
                 yield ToolStack(state, data_file, attached=True, save=lambda: None)
             return

@@ -112,7 +112,7 @@ class LocalStack:
         api_port: int | None = None,
         twilio_port: int = 0,
         s3vectors_port: int = 0,
-        command: str = "a local stack",
+        command: str = "another tool",
         gateway_wrap: Callable[[Any], Any] | None = None,
         flags_file: Path | None = None,
         real_model: bool = False,

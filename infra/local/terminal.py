@@ -2,12 +2,14 @@
 and a progress line on the terminal, its log lines in a file.
 
 The functions it runs in process log with Powertools, whose loggers write to whatever `sys.stdout`
-is when they are created; so while a command runs, `sys.stdout` is its log file, and the command
-prints its results to the console it was given. `-v` keeps the log lines on the terminal.
+is when they are created; so while a command runs, `sys.stdout` is its log file, a logger made
+before (a module imported at start) is pointed at the file too, and the command prints its
+results to the console it was given. `-v` keeps the log lines on the terminal.
 The progress line is the standard library's (no dependency for one line).
 """
 
 import argparse
+import logging
 import sys
 import threading
 import time
@@ -15,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import TextIO
+from typing import TextIO, cast
 
 BAR_WIDTH = 24
 
@@ -33,10 +35,15 @@ def logs_to(log_file: Path | None, mode: str = "w") -> Iterator[TextIO]:
     try:
         with log_file.open(mode, encoding="utf-8") as handle:
             sys.stdout = handle
+            made_before = _handlers_writing_to(console)
+            for handler in made_before:
+                handler.setStream(cast(TextIO, handle))  # opened in a text mode
             try:
                 yield console
             finally:
                 sys.stdout = console
+                for handler in made_before:
+                    handler.setStream(console)
     finally:
         if new_file and log_file.exists() and log_file.stat().st_size == 0:
             # Nothing logged (a refusal at start): leave nothing behind, as if the command never ran.
@@ -44,6 +51,18 @@ def logs_to(log_file: Path | None, mode: str = "w") -> Iterator[TextIO]:
             for folder in made:
                 if folder.exists() and not any(folder.iterdir()):
                     folder.rmdir()
+
+
+def _handlers_writing_to(stream: TextIO) -> list["logging.StreamHandler[TextIO]"]:
+    """The log handlers, of any logger made so far, that write to `stream`."""
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    return [
+        handler
+        for logger in loggers
+        if isinstance(logger, logging.Logger)
+        for handler in logger.handlers
+        if isinstance(handler, logging.StreamHandler) and handler.stream is stream
+    ]
 
 
 _events_to: list[TextIO] = []  # the terminal of the tool running in this process, if it shows events

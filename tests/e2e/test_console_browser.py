@@ -353,3 +353,57 @@ def test_no_empty_badge_and_counts_read_as_words(browser: WebDriver, console_url
     assert re.fullmatch(r"\d+ / \d+ \(1 model call\)", text_of(browser, "fig-tokens")), text_of(browser, "fig-tokens")
     page = browser.find_element(By.TAG_NAME, "body").text
     assert not re.findall(r"(?<![\d.,])1 (?:model calls|tokens|messages|requests|items|oldest summary lines)\b", page)
+
+
+# Per panel, the boxes that scroll now (content taller than the box, and the box lets it scroll):
+# a person sees one scroll bar for each of them.
+SCROLL_BARS = """
+const scrolls = (node) =>
+  /(auto|scroll)/.test(getComputedStyle(node).overflowY) && node.scrollHeight > node.clientHeight + 1;
+return [...document.querySelectorAll('.panel')].map(panel =>
+  [panel.id, [panel, ...panel.querySelectorAll('*')].filter(scrolls).map(node => node.id || node.className)]);
+"""
+# How much wider a box's text is than the room it has (placeholder or value, in the box's own font,
+# a fifth wider: another machine's default font may be that much wider than this browser's).
+TEXT_OVERFLOW = """
+const box = arguments[0], style = getComputedStyle(box);
+const context = document.createElement('canvas').getContext('2d');
+context.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+return 1.2 * context.measureText(box.value || box.placeholder).width - room;
+"""
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_one_scroll_bar_per_panel_none_for_the_page_and_the_sms_boxes_read_whole(
+    browser: WebDriver, console_url: str, size: tuple[int, int]
+) -> None:
+    browser.set_window_size(*size)
+    try:
+        open_as(browser, console_url, f"bars-{size[0]}-{uuid.uuid4().hex[:6]}")
+        for box in ("sms-text", "sms-from"):  # "Text the coach" and "+15551230001", not cut off
+            overflow = browser.execute_script(TEXT_OVERFLOW, browser.find_element(By.ID, box))
+            assert overflow <= 0, (box, overflow)
+        # Enough turns that the conversation is taller than its box at either size.
+        for message in ("Hi! My name is Ana", "beginner", "I run twice a week", "no injuries", "what now?") * 2:
+            send(browser, message)
+        page = browser.execute_script(
+            "return [document.documentElement.scrollHeight, document.documentElement.clientHeight]"
+        )
+        assert page[0] <= page[1], page  # the page itself does not scroll
+        bars = dict(browser.execute_script(SCROLL_BARS))
+        assert bars["chat-panel"] == ["chat-log"], bars  # only the conversation scrolls in the chat panel
+        assert all(len(scrolling) <= 1 for scrolling in bars.values()), bars
+    finally:
+        browser.set_window_size(1600, 1000)
+
+
+def test_the_page_has_an_icon(browser: WebDriver, console_url: str) -> None:
+    open_as(browser, console_url, f"icon-{uuid.uuid4().hex[:6]}")
+    fetched = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch(document.querySelector('link[rel=icon]').href)"
+        ".then(r => done([r.status, r.headers.get('content-type')]), e => done([0, String(e)]));"
+    )
+    assert fetched[0] == 200, fetched
+    assert fetched[1].startswith("image/svg+xml"), fetched

@@ -29,7 +29,7 @@ def test_invoke_and_chat_use_the_running_stack_so_nothing_is_lost(tmp_path: Path
     with running_stack(data_file) as stack:
         said = run("infra.invoke", "ApiFunction", "-e", "events/api_chat.json", "--data-file", str(data_file))
         assert said.returncode == 0, said.stderr[-2000:]
-        assert "Using the local stack of infra.local_stack" in said.stderr
+        assert f"Using the local stack (pid {stack.process.pid}) that infra.local_stack started" in said.stderr
         history = run("infra.invoke", "ApiFunction", "-e", "events/api_history.json", "--data-file", str(data_file))
         assert history.returncode == 0, history.stderr[-2000:]
         messages = _body(history.stdout)["messages"]

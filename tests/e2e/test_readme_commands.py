@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from infra.local.ports import listen_on
+from onboarding.config import Settings
 from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.model.state import OnboardingAgentType
 from tests.support.ports import unanswered_port
@@ -143,6 +144,33 @@ def test_the_setup_lines_install_uv_where_pip_is_refused(tmp_path: Path) -> None
     assert completed.stdout.splitlines()[-1].startswith("uv ")
 
 
+BREAK = re.compile(r"after a break \((\d+) minutes,\s+`CONVERSATION_GAP_S`\)")
+SOONER = re.compile(r"`(CONVERSATION_GAP_S=(\d+) uv run python -m infra\.chat)`")
+
+
+def test_the_readmes_break_is_the_gap_the_settings_use() -> None:
+    minutes = BREAK.search((REPO / "README.md").read_text(encoding="utf-8"))
+    assert minutes is not None, "the README says how long a break is"
+    assert int(minutes[1]) * 60 == Settings.model_fields["conversation_gap_s"].default
+
+
+@pytest.mark.slow
+def test_the_readmes_one_minute_break_brings_the_welcome_back(tmp_path: Path) -> None:
+    """The README's one-liner, run as written: straight after the first chat the coach goes on;
+    after the break it names, it says "Welcome back"."""
+    sooner = SOONER.search((REPO / "README.md").read_text(encoding="utf-8"))
+    assert sooner is not None
+    here = sandbox(tmp_path)
+    first = run_line(f"{sooner[1]} --script -", here, stdin="Hi\nbeginner\n")
+    assert first.returncode == 0, first.stderr[-2000:]
+    at_once = run_line(f"{sooner[1]} --script -", here, stdin="what now?\n")
+    assert "Welcome back" not in at_once.stdout, at_once.stdout
+    time.sleep(int(sooner[2]) + 1)
+    later = run_line(f"{sooner[1]} --script -", here, stdin="Hi\n")
+    assert later.returncode == 0, later.stderr[-2000:]
+    assert "Welcome back" in later.stdout, later.stdout
+
+
 def test_the_quick_start_chat_prints_what_the_readme_shows(tmp_path: Path) -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     shown = readme.split("uv run python -m infra.chat\n```\n\n```\n", 1)[1].split("```", 1)[0].splitlines()
@@ -228,7 +256,11 @@ def test_the_console_command_as_written(tmp_path: Path) -> None:
     console = start_line(readme_line("uv run python -m infra.console"), here)
     try:
         banner = read_until(console, b"Ctrl-C stops it and saves the table").decode()
-        assert "Memory console: http://127.0.0.1:3000/console/" in banner
+        # The banner is the first thing printed: the servers' start-up logs go to the log file.
+        assert banner.startswith("Memory console: http://127.0.0.1:3000/console/\n"), banner[:500]
+        inspect = run_line("uv run python -m infra.inspect_prompt local-user", here)
+        assert inspect.returncode == 0, inspect.stderr[-2000:]
+        assert f"Using the local stack (pid {console.pid}) that infra.console started" in inspect.stderr
         page = httpx.get("http://127.0.0.1:3000/console/", timeout=30)
         assert page.status_code == 200
         assert "text/html" in page.headers["content-type"]

@@ -4,6 +4,7 @@ import io
 import sys
 from pathlib import Path
 
+import pytest
 from aws_lambda_powertools import Logger
 
 from infra.local.terminal import Progress, logs_to
@@ -20,6 +21,23 @@ def test_log_lines_of_loggers_made_inside_go_to_the_file(tmp_path: Path) -> None
         Logger(service=f"console-test-{tmp_path.name}").info("Made inside")
         assert console is not sys.stdout
     assert '"message":"Made inside"' in log_file.read_text(encoding="utf-8")
+
+
+def test_a_logger_made_before_writes_to_the_file_inside_and_to_the_console_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module imported at a command's start made its logger on the terminal: inside, its lines
+    go to the file too (the console's banner is the first thing a person sees)."""
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    early = Logger(service=f"made-before-{tmp_path.name}")
+    log_file = tmp_path / "run.log"
+    with logs_to(log_file):
+        early.info("Inside")
+    early.info("After")
+    assert '"message":"Inside"' in log_file.read_text(encoding="utf-8")
+    assert '"message":"Inside"' not in terminal.getvalue()
+    assert '"message":"After"' in terminal.getvalue()
 
 
 def test_verbose_keeps_them_on_the_console(tmp_path: Path) -> None:
