@@ -28,6 +28,9 @@ pytestmark = pytest.mark.unit
 DATA = Path(__file__).parents[1] / "support" / "data"
 PHRASES = DATA / "coach_phrases.yaml"
 UNSEEN = DATA / "coach_phrases_unseen.yaml"  # written after the reader, to see how it does on new answers
+FRESH = (
+    DATA / "coach_phrases_fresh.yaml"
+)  # hedges, ranges, bare counts, health words, filler, written before the reader read them
 EXACT_GOAL = 0.95
 KIND_FLOOR = 0.85
 STEP_OF = {field.key: step for step in ONBOARDING_ORDER for field in STEP_PROMPTS[step].fields}
@@ -109,7 +112,7 @@ def exactly_right(phrase: Phrase, found: Mapping[str, str]) -> bool:
     return True
 
 
-@pytest.mark.parametrize("path", [PHRASES, UNSEEN], ids=["phrases", "unseen"])
+@pytest.mark.parametrize("path", [PHRASES, UNSEEN, FRESH], ids=["phrases", "unseen", "fresh"])
 def test_the_phrase_set_is_filed_where_it_belongs(path: Path) -> None:
     known, phrases = _phrases(path)
     assert len(phrases) >= (300 if path == PHRASES else 100)

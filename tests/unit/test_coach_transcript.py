@@ -40,7 +40,7 @@ ZONE_Q = "Which time zone are you in?"
 CHECK_IN_Q = "How often would you like me to check in with you, and by app or SMS?"
 PASTED = "I want to feel strong again and keep up with my kids. " * 110  # about 6,000 characters
 EVERY_ITEM = (
-    "fitness level: intermediate I guess",
+    "fitness level: intermediate",
     "current activity: I run twice a week",
     "limitations: no injuries",
     "age and body: I'm 34, 180 cm, 80 kg",
@@ -111,10 +111,10 @@ async def test_a_new_users_conversation_reads_correctly(harness: Harness, emulat
     assert await say("Hi coach") == f"Hi again, Sam! {LEVEL_Q}"
     # Two items in one answer, each filed under its own; the second is not asked again.
     assert await say("intermediate I guess, I run twice a week") == (
-        f"Sam, noted your fitness level: “intermediate I guess”; current activity: “I run twice a week”. {INJURY_Q}"
+        f"Sam, noted your fitness level: “intermediate”; current activity: “I run twice a week”. {INJURY_Q}"
     )
     assert await say("what do you know about me?") == (
-        f"Here's what I have: Preferred name: Sam; fitness level: intermediate I guess; current activity: I run "
+        f"Here's what I have: Preferred name: Sam; fitness level: intermediate; current activity: I run "
         f"twice a week. {INJURY_Q}"
     )
     # A goal given at the injuries question is the goal (with its target and timeline), never a
@@ -204,7 +204,7 @@ async def test_a_new_users_conversation_reads_correctly(harness: Harness, emulat
     assert body.value == "I'm 34, 180 cm, 80 kg"
     assert [p.value for p in body.previous] == ["I'm 34, 180 cm, 85 kg"]
     answers = _answers(harness)
-    assert (answers["fitness_level"], answers["current_activity"]) == ("intermediate I guess", "I run twice a week")
+    assert (answers["fitness_level"], answers["current_activity"]) == ("intermediate", "I run twice a week")
     assert (answers["primary_goal"], answers["target"], answers["timeline"]) == (
         "lose about 5 kg",
         "5 kg",

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.local.bedrock_emulator import memory_talk as talk
-from infra.local.bedrock_emulator import reading
+from infra.local.bedrock_emulator import quantities, reading
 from infra.local.bedrock_emulator.rules import message_text
 
 SUMMARY_PROMPT_PREFIX = "You keep a running summary"
@@ -189,6 +189,8 @@ def _filed(request: Request, text: str) -> dict[str, str]:
     values = reading.read(answer, request.asked, request.open_items(), list(request.known))
     if reading.is_greeting(answer) and request.asked not in values:
         return {}  # "Morning!" is a greeting, unless the question was the time of day
+    if "target" in values:  # "I'm 84 kg now, would love to get to 75": the target is 75 kg
+        values["target"] = quantities.target_in_units(values["target"], answer)
     replaced = [request.known[key] for key in values if key in request.known]
     filed: dict[str, str] = {}
     for key, value in values.items():
@@ -307,8 +309,8 @@ def _after_tool_results(request: Request) -> CoachReply:
     messages = request.messages
     payloads = _result_payloads(messages[-1])
     calls = {str(use.get("toolUseId")): use for use in _tool_uses(messages[-2])} if len(messages) >= 2 else {}
-    outcomes = _outcomes(calls, payloads)
-    parts = [part for part in [_acknowledgement(calls, payloads), *outcomes] if part]
+    outcomes = _outcomes(calls, payloads, request.said)
+    parts = [part for part in [_acknowledgement(calls, payloads, _renamed(request)), *outcomes] if part]
     if any(payload.get("onboarding_complete") is True for _, payload in payloads):
         recap = talk.recap(request.system, _labelled(request.saved))
         parts.append(f"That's everything — your onboarding is complete! {recap}")
@@ -326,6 +328,31 @@ def _after_tool_results(request: Request) -> CoachReply:
     else:
         parts.append(request.next_question())
     return request.reply(" ".join(parts))
+
+
+def _renamed(request: Request) -> bool:
+    """The client already went by a name before their newest message (given in an earlier message
+    or the summary of the conversation, or kept by an earlier remember_fact call), or their
+    message says the name changes ("call me Sammy actually"): a name given now renames them."""
+    messages = request.messages
+    newest = max((i for i, m in enumerate(messages) if m.get("role") == "user" and _texts(m)), default=0)
+    earlier = [text for m in messages[:newest] if m.get("role") == "user" for text in _texts(m)]
+    earlier += talk.section(request.system, "Summary of the earlier")
+    kept = [
+        use.get("input", {})
+        for m in messages[:newest]
+        if m.get("role") == "assistant"
+        for use in _tool_uses(m)
+        if use.get("name") == "remember_fact"
+    ]
+    return (
+        any(isinstance(given, Mapping) and given.get("kind") in ("name", "preferred_name") for given in kept)
+        or any(pattern.search(text) for text in earlier for _, pattern in _NAMES)
+        or (
+            reading.KINDS["correction"].search(request.said) is not None
+            and any(p.search(request.said) for _, p in _NAMES)
+        )
+    )
 
 
 def _labelled(values: Mapping[str, str]) -> dict[str, str]:
@@ -381,21 +408,27 @@ def _result_payloads(message: Mapping[str, Any]) -> list[tuple[str, dict[str, An
     return payloads
 
 
-def _outcomes(calls: Mapping[str, Mapping[str, Any]], payloads: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """What changes to known answers and history look-ups came back with, said to the client."""
+def _outcomes(
+    calls: Mapping[str, Mapping[str, Any]], payloads: list[tuple[str, dict[str, Any]]], question: str
+) -> list[str]:
+    """What changes to known answers and history look-ups came back with, said to the client (a
+    history by the part of the answer the `question` asks about: "what did I weigh?")."""
     parts: list[str] = []
     for _, payload in payloads:
         if isinstance(payload.get("corrected"), str) and payload.get("previous"):
             was, value = talk.short(str(payload["previous"])), talk.short(str(payload.get("value")))
             parts.append(f"Updated your {talk.label(payload['corrected'])}: “{value}” (it was “{was}”).")
         elif isinstance(payload.get("item"), str) and ("earlier" in payload or payload.get("never_answered")):
-            parts.append(talk.history_reply(payload))
+            parts.append(talk.history_reply(payload, question))
     return parts
 
 
-def _acknowledgement(calls: Mapping[str, Mapping[str, Any]], payloads: list[tuple[str, dict[str, Any]]]) -> str:
+def _acknowledgement(
+    calls: Mapping[str, Mapping[str, Any]], payloads: list[tuple[str, dict[str, Any]]], renamed: bool = False
+) -> str:
     """One sentence for what this turn's tools kept: the answers saved (also those of another
-    step), a name, a fact."""
+    step), a name (met once: for a client `renamed`, known by a name already, "Sammy it is!"),
+    a fact."""
     saved: list[str] = []
     said: list[str] = []
     facts = False
@@ -410,7 +443,7 @@ def _acknowledgement(calls: Mapping[str, Mapping[str, Any]], payloads: list[tupl
         elif name == "correct_answer" and not payload.get("previous") and "corrected" in payload:
             saved.append(f"{talk.label(str(given.get('item')))}: “{talk.short(str(given.get('value')))}”")
         elif name == "remember_fact" and given.get("kind") in ("name", "preferred_name"):
-            said.append(f"Nice to meet you, {given.get('value')}!")
+            said.append(f"{given.get('value')} it is!" if renamed else f"Nice to meet you, {given.get('value')}!")
         elif name == "remember_fact":
             facts = True
     if saved:

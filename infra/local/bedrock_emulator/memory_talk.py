@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from itertools import takewhile
 from typing import Any
 
-from infra.local.bedrock_emulator import reading
+from infra.local.bedrock_emulator import quantities, reading
 
 _KNOWN_ITEM = re.compile(r"^- (?P<item>[a-z_]+\.[a-z_]+): (?P<value>.+?)(?: \((?:told|corrected) [^)]*\))?$")
 _ADDRESS = re.compile(r"^Address the client as (?P<name>.+)\.$", re.MULTILINE)
@@ -24,6 +24,31 @@ _RECAP_VALUE_CHARS = 60
 NEXT_WHEN_COMPLETE = "What would you like to work on today?"
 
 _TRAILING_JOIN = re.compile(r"[\s,;-]+(?:and|but|also|btw)$", re.IGNORECASE)
+# Words that carry nothing in a written recap, each with what stands in its place: fillers of speech
+# ("tbh", "um", "oh", a trailing "by the way"), "like" set off by commas or before an amount
+# ("like 3 times a week"), and a leading "so", "well" or "and".
+_FILLERS = tuple(
+    (re.compile(pattern, re.IGNORECASE), instead)
+    for pattern, instead in (
+        (r"\b(?:tbh|to be honest|honestly|um+|uh+|erm+|er|lol|lmao|haha+|oh|ah|you know|by the way|btw)\b", " "),
+        (r",\s*like\s*,", " "),
+        (r"(?:^|(?<=[,.;!?]\s)|(?<=[,.;!?]))\s*like\s*(?:,\s*|(?=\d|maybe\b|a few\b|a couple\b|once\b|twice\b))", " "),
+        (r"^\W*(?:so|well|ok|okay|yeah|yep|right|and|but)\b\s*,?\s*", ""),
+    )
+)
+# Where a recap may shorten an answer: at the end of a clause, before the words that join the next.
+_CLAUSE_END = re.compile(
+    r"\s*[,.;!?]+\s*|\s+(?=(?:and|but|though|although|plus|also|so|because|which|while|or)\b)|\s*(?:—|–|\s-\s)\s*",
+    re.IGNORECASE,
+)
+# What a whole answer or its first clauses may not end on: a word that joins the next clause.
+_LOOSE_END = re.compile(r"(?:[\s,;:-]+(?:and|or|but|so|also|plus|then))+$", re.IGNORECASE)
+# Words an answer cut between words may not end on: they lean on the words cut off.
+_DANGLING = re.compile(
+    r"(?:[\s,;:-]+(?:and|or|but|so|to|the|a|an|of|my|your|in|on|at|for|with|that|which|is|are|was|were|be"
+    r"|i|i'm|because|when|if|than|then|as|from|by|about|very|really|just|want|like|also|plus|maybe))+$",
+    re.IGNORECASE,
+)
 KINDS = reading.KINDS
 
 
@@ -87,9 +112,32 @@ def short(value: str) -> str:
     return flat if len(flat) <= _RECAP_VALUE_CHARS else flat[: _RECAP_VALUE_CHARS - 1] + "…"
 
 
+def gist(value: str) -> str:
+    """An answer as a recap line says it: without filler words, whole when short, else its
+    first clauses that fit (never cut inside a clause, never ending on a word that leans on the
+    next); a first clause too long alone is cut between words, marked with "…"."""
+    said = " ".join(value.split())
+    for _ in range(3):  # a filler taken out may leave another at the start ("um like 3 times")
+        for filler, instead in _FILLERS:
+            said = " ".join(filler.sub(instead, said).split())
+    said = re.sub(r"\s+([,.;!?])", r"\1", said).strip(" ,;:-")
+    said = re.sub(r"([,;])(?:\s*[,;.])+", r"\1", said)
+    said = _LOOSE_END.sub("", said.strip(" ,;:-.!")).strip(" ,;:-.!") or said.strip()
+    if len(said) <= _RECAP_VALUE_CHARS:
+        return said
+    ends = [m.start() for m in _CLAUSE_END.finditer(said) if 0 < m.start() <= _RECAP_VALUE_CHARS]
+    for end in reversed(ends):
+        kept = _LOOSE_END.sub("", said[:end]).rstrip(" ,;:-")
+        if kept:
+            return kept
+    cut = said[:_RECAP_VALUE_CHARS].rsplit(" ", 1)[0]
+    return _DANGLING.sub("", cut).rstrip(" ,;:-") + "…"
+
+
 def recap(system: str, saved: Mapping[str, str] | None = None, names: bool = True) -> str:
     """Everything the prompt says is known about the client, in one line: each thing once (a
-    profile line that repeats an answer is left out) and each value cut short."""
+    profile line that repeats an answer is left out) and each value as a person writes it down
+    (its gist: whole, or its first clauses, without filler)."""
     known = {**{label(item): value for item, value in known_items(system).items()}, **(saved or {})}
     values = {" ".join(value.split()).casefold() for value in known.values()}
     parts: list[str] = []
@@ -99,24 +147,45 @@ def recap(system: str, saved: Mapping[str, str] | None = None, names: bool = Tru
             continue  # the answer below says it
         if not names and name.casefold() in ("name", "preferred name"):
             continue  # the greeting says it
-        parts.append(f"{name}: {short(value)}" if value else short(line))
-    parts += [f"{name}: {short(value)}" for name, value in known.items()]
+        parts.append(f"{name}: {gist(value)}" if value else gist(line))
+    parts += [f"{name}: {gist(value)}" for name, value in known.items()]
     if not parts:
         return "I don't have anything about you in my notes yet."
     return "Here's what I have: " + "; ".join(dict.fromkeys(parts)) + "."
 
 
-def history_reply(payload: Mapping[str, Any]) -> str:
-    """The answer_history tool's result, said back."""
+def history_reply(payload: Mapping[str, Any], question: str = "") -> str:
+    """The answer_history tool's result, said back; of the body answer, only the part the
+    `question` asks about ("what did I weigh when I started?": each weight, no age)."""
     item = label(str(payload.get("item", "that")))
     if payload.get("never_answered"):
         return f"You haven't told me your {item} yet."
     earlier = [e for e in payload.get("earlier", []) if isinstance(e, Mapping)]
+    kind = quantities.kind_asked(question) if item == "age and body" else None
+    if kind is not None:
+        return _part_history(kind, payload, earlier)
     now = f"Your {item} is now “{payload.get('current')}” (since {payload.get('current_since') or 'earlier'})"
     if not earlier:
         return now + "; it hasn't changed."
     said = "; ".join(f"“{e.get('value')}” (told {e.get('said') or 'earlier'})" for e in earlier)
     return f"{now}. Before that: {said}."
+
+
+def _part_history(kind: str, payload: Mapping[str, Any], earlier: list[Mapping[str, Any]]) -> str:
+    """The history of one part of the body answer: the values that say it, each change once."""
+    told = [(quantities.part_of(kind, str(e.get("value", ""))), e.get("said") or "earlier") for e in earlier]
+    told.append((quantities.part_of(kind, str(payload.get("current", ""))), payload.get("current_since") or "earlier"))
+    changes: list[tuple[str, str]] = []
+    for value, day in told:
+        if value is not None and (not changes or changes[-1][0] != value):
+            changes.append((value, str(day)))
+    if not changes:
+        return f"You haven't told me your {kind} yet."
+    (value, day), before = changes[-1], changes[:-1]
+    now = f"Your {kind} is now “{value}” (since {day})"
+    if not before:
+        return now + "; it hasn't changed."
+    return f"{now}. Before that: {'; '.join(f'“{v}” (told {d})' for v, d in before)}."
 
 
 def items_asked_about(question: str, system: str, items: Iterable[str]) -> list[str]:
@@ -153,7 +222,7 @@ def remembered(question: str, system: str, items: Iterable[str]) -> str | None:
 
 def next_step(system: str) -> str:
     """After onboarding, the plain next step, from the saved plan."""
-    plan = {label(item): short(value) for item, value in known_items(system).items()}
+    plan = {label(item): gist(value) for item, value in known_items(system).items()}
     days = f" on your training days ({plan['training days']})" if "training days" in plan else ""
     check = f"; I'll check in as you asked ({plan['check ins']})" if "check ins" in plan else ""
     return f"Next step: start your first week of training{days}{check}."

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from difflib import get_close_matches
 from pathlib import Path
 
+from infra.local.bedrock_emulator import quantities
+
 _TABLE = tomllib.loads(Path(__file__).with_name("reading.toml").read_text(encoding="utf-8"))
 _WORDS: dict[str, str] = {}
 
@@ -31,6 +33,12 @@ def _pattern(written: str) -> str:
 
 for _name, _written in _TABLE["words"].items():
     _WORDS[_name] = _pattern(_written)
+# Health words ([health]): every category but the allergic reactions is a limitation (<health>);
+# an allergic reaction is an allergy (<allergic_reaction>), wherever it is said.
+_WORDS["allergic_reaction"] = _pattern(_TABLE["health"]["allergic_reaction"])
+_WORDS["health"] = "|".join(
+    f"(?:{_pattern(written)})" for category, written in _TABLE["health"].items() if category != "allergic_reaction"
+)
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,13 @@ ITEMS: dict[str, Item] = {
 # A goal with an amount also gives the target ("lose 5 kg"): the two may share words.
 _NESTED = {("primary_goal", "target"), ("target", "primary_goal")}
 _AMOUNT = re.compile(_WORDS["amount"], re.IGNORECASE)
+# Health words are news wherever they are said: a condition of the [health] table, or an allergic
+# reaction, is filed even when its item is known and the message answers something else ("gym, but
+# I have a frozen shoulder" when the injuries were "none").
+_NEWS = {
+    "limitations": re.compile(rf"\b(?:{_WORDS['health']})\b", re.IGNORECASE),
+    "allergies": re.compile(_WORDS["allergic_reaction"], re.IGNORECASE),
+}
 # What kind of message it is (a question, an answer put off, a correction ...), and word lists.
 KINDS = {name: re.compile(_pattern(written), re.IGNORECASE) for name, written in _TABLE["kinds"].items()}
 SETS = {name: frozenset(words.split()) for name, words in _TABLE["sets"].items()}
@@ -87,12 +102,9 @@ _NAMED = {  # per item, compiled once: a message is read part by part
     field: tuple(re.compile(form.format(names=item.names.pattern), re.I) for form in (_NAMED_FIRST, _NAMED_LAST))
     for field, item in ITEMS.items()
 }
-# The body parts a correction can change on their own, each with its shape.
-_PARTS = (
-    re.compile(r"\b\d{2,3}(?:[.,]\d)?\s*(?:kg|kgs|kilos?|lbs?|pounds|stone)\b", re.IGNORECASE),
-    re.compile(r"\b\d{3}\s*cm\b|\b[1-2][.,]\d{1,2}\s*m\b|\b\d'\d{1,2}\"?", re.IGNORECASE),
-    re.compile(r"(?<![\d.])\b\d{2}\b(?!\s*(?:kg|kgs|kilos?|lbs?|pounds|stone|cm|m\b|[.,]\d))", re.IGNORECASE),
-)
+# The items whose answer is several quantities, each known by its unit (quantities.py): a
+# correction changes the parts it gives and adds those the answer lacks.
+_PARTS = frozenset({"age_and_body"})
 _WORD = re.compile(r"[A-Za-z]{5,}")
 _READ_CHARS = 1000  # a pasted page is read by its beginning (where its answers are), and read fast
 
@@ -108,8 +120,67 @@ def is_greeting(text: str) -> bool:
 
 
 def is_question(text: str) -> bool:
-    """It asks something back ("Is coffee okay?", "what do you know about me"): not an answer."""
-    return text.rstrip().endswith("?") or (KINDS["question_start"].match(text) is not None and len(text.split()) > 2)
+    """It asks something back ("Is coffee okay?", "what do you know about me"): not an answer. Its
+    last sentence decides: "how do you want reminders? whatever, text me" answers. A hedged answer
+    is no question for its "?" ("intermediate-ish?", "maybe 3 or 4?", "Berlin?")."""
+    said = plain(text).strip()
+    last = _sentences(said)[-1] if said else said
+    if not last.endswith("?"):
+        return KINDS["question_start"].match(last) is not None and len(last.split()) > 2
+    return _asks(last)
+
+
+# Sentences, each with its "?" ("how do you want reminders? whatever, text me").
+_AFTER_QUESTION_MARK = re.compile(r"(?<=\?)\s+")
+
+
+def _sentences(text: str) -> list[str]:
+    return [sentence for sentence in _AFTER_QUESTION_MARK.split(text) if sentence.strip()] or [text]
+
+
+def _asks(sentence: str) -> bool:
+    """A sentence ending in "?" asks something, unless it is a hedged answer: one that does not
+    open as a question ("what", "is", "can you"), does not say "you", and reads as an answer to
+    some item ("the gym at work?", "3-4?"); "as many as I need?" reads as none, so it asks."""
+    body = sentence.rstrip(" ?")
+    if KINDS["question_start"].match(body) or KINDS["request"].match(body) or KINDS["to_the_coach"].search(body):
+        return True
+    return not _answer_shaped(body)
+
+
+def _answer_shaped(text: str) -> bool:
+    parts = [text[a:b] for a, b in _clauses(text)]
+    return any(
+        item.says.search(text) is not None or (item.asked is not None and any(item.asked.search(p) for p in parts))
+        for item in ITEMS.values()
+    )
+
+
+def plain(text: str) -> str:
+    """The message as it is read, each rule a kind of answer ([kinds] in reading.toml): a range is
+    one range whatever its dash ("5–6" -> "5-6"), hedge marks and filler words are left out
+    ("kinda beginner tbh lol" -> "beginner", "intermediate-ish" -> "intermediate"), and "like" too
+    where it is no verb ("I jog like twice a week" -> "I jog twice a week"; "I like running" stays)."""
+    text = KINDS["range_dash"].sub("-", text)
+    text = KINDS["hedge_mark"].sub("", text)
+    text = KINDS["filler_words"].sub("", text)
+    return " ".join(_LIKE.sub(lambda m: "" if _filler_like(text, m) else m[0], text).split())
+
+
+_LIKE = re.compile(r"[,\s]*\blike\b(?P<comma>\s*,)?", re.IGNORECASE)
+_LAST_WORD = re.compile(r"([\w'’]+)\W*$")
+
+
+def _filler_like(text: str, like: re.Match[str]) -> bool:
+    """Filler words: "like" said to fill, not to like ([kinds] like_before, like_object)."""
+    before, after = text[: like.start()], text[like.end() :]
+    last = _LAST_WORD.search(before)
+    if last is not None and last[1].lower().replace("’", "'") in SETS["like_verb_before"]:
+        return False  # "I like running", "I'd really like to"
+    if like["comma"] or "," in like[0] or KINDS["like_before"].match(after):
+        return True  # "like 3", "like twice", "I'm, like, a beginner"
+    opens = not before.strip() or before.rstrip()[-1] in ",.;:!?"
+    return opens and KINDS["like_object"].match(after) is None  # "like intermediate", not "like swimming"
 
 
 def is_request(text: str) -> bool:
@@ -225,23 +296,30 @@ def _absorbed(spans: list[_Span], text: str, asked: str | None) -> list[_Span]:
 def _value(field: str, text: str) -> str:
     """The part's words, without what only names the item ("my goal is to lose fat" -> "lose fat")."""
     greeting = next((a for a, b in _clauses(text) if not is_greeting(text[a:b])), 0)  # "Hi! I'm a beginner"
-    value = KINDS["lead"].sub("", text[greeting:]).strip(" ,;:-.!")
+    value = KINDS["lead"].sub("", text[greeting:]).strip(" ,;:-.!?")  # "?": a hedge's ("Berlin?")
     for named in _NAMED[field]:
         if (m := named.match(value)) is not None:
-            return m["value"].strip(" ,;:-.!")
+            return m["value"].strip(" ,;:-.!?")
     return value
 
 
 def read(text: str, asked: str | None, open_items: Collection[str], known: Collection[str]) -> dict[str, str]:
     """The items `text` answers, each with its part of the message (the whole message when it
     answers one). An item in `known` is answered again only when the message says it changes
-    (a correction) or answers nothing else; when the message names items, only those."""
-    text = _spelled(text)
+    (a correction), answers nothing else, or names a condition or an allergic reaction (health
+    words are news); when the message names items, only those. It is read
+    plain (hedge marks and filler words left out), and a question it asks before its answer is
+    set aside ("how do you want reminders? whatever, text me" -> "whatever, text me")."""
+    text = " ".join(s for s in _sentences(_spelled(plain(text))) if not (s.endswith("?") and _asks(s)))
     fresh = [f for f in {*open_items, *([asked] if asked else [])} if f in ITEMS]
     spans = _candidates(text, fresh, asked)
     if KINDS["correction"].search(text) is not None or not spans:
         old = [f for f in known if f in ITEMS and f not in fresh]
         spans += _candidates(text, named_items(text, old) or old, None)
+    news = [field for field, said in _NEWS.items() if field in known and field not in fresh and said.search(text)]
+    spans += [
+        s for s in _candidates(text, news, None) if _NEWS[s.field].search(text, s.start, s.end) and s not in spans
+    ]
     spans = _absorbed(_resolve(spans, asked, known), text, asked)
     fields = list(dict.fromkeys(s.field for s in spans))
     values = {fields[0]: _value(fields[0], text)} if len(fields) == 1 else _parts(spans, text)
@@ -281,13 +359,11 @@ def _parts(spans: list[_Span], text: str) -> dict[str, str]:
 def corrected_value(field: str, old: str, said: str) -> str:
     """What the answer becomes when the client corrects it with `said`: in a compound answer
     ("34, 180 cm, 85 kg") only the parts the message gives change ("actually I'm 80 kg now" ->
-    "34, 180 cm, 80 kg"); an item with a small set of answers takes the one the message names
-    (not one it rules out: "vegan not vegetarian"); else the message without its correction words."""
-    changed = old
-    for part in _PARTS:
-        new, current = part.search(said), part.search(changed)
-        if new is not None and current is not None:
-            changed = changed[: current.start()] + new.group(0) + changed[current.end() :]
+    "34, 180 cm, 80 kg") and a part it lacks is added; a quantity of another answer changes by its
+    unit ("lose 10 kg" -> "lose 12 kg"); an item with a small set of answers takes the one the
+    message names (not one it rules out: "vegan not vegetarian"); else the message without its
+    correction words."""
+    changed = quantities.corrected(old, said, compound=field in _PARTS)
     if changed != old:
         return changed
     item = ITEMS[field]
