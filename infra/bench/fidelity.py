@@ -14,7 +14,7 @@ questions, with small talk between answers, a reset, a switch to SMS and back, a
 For every turn, the first request the emulator received for it (the prompt of the turn) is
 checked: is every fact the current step needs in it, and how big is it against the budget?
 
-The baseline is the seed's window-only memory: the step's prompt with nothing known, the last 15
+The baseline is a window-only memory: the step's prompt with nothing known, the last 15
 messages before the turn, and the turn's message, rebuilt for every turn from the same stored
 conversation.
 """
@@ -183,7 +183,7 @@ def run_script(stack: LocalStack, small_talk_per_answer: int, progress: Progress
         asked = _asked_field(client.last_reply)
         if asked is None:
             lost += 1
-            if lost > 3:  # a script that no longer follows the coach would measure nothing
+            if lost > 3:  # a script out of step with the coach would measure nothing
                 raise RuntimeError(f"the coach stopped asking onboarding questions at turn {len(client.records)}")
             client.say("Sorry, what was the question?")
             continue
@@ -219,7 +219,7 @@ def run_script(stack: LocalStack, small_talk_per_answer: int, progress: Progress
 
 
 def score_baseline(client: Client, store: Repositories) -> None:
-    """The seed's window-only prompt for every turn, from the same stored conversation."""
+    """The baseline's window-only prompt for every turn, from the same stored conversation."""
     messages: list[Message] = []
     cursor = None
     while True:

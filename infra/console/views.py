@@ -62,7 +62,7 @@ class PromptSplitError(ValueError):
 def split_system_prompt(prepared: PreparedTurn, plan: PromptPlan) -> tuple[tuple[PromptSection, ...], int]:
     """The sections of `plan.system`, and how many of the summary's oldest lines the allowance cut.
 
-    The agent fitted its prompt to the allowance (llm/prompt_fitting.py) and the plan keeps the
+    The agent fitted its prompt to the allowance (llm/prompt.py) and the plan keeps the
     sections it joined; they are checked to make the plan's prompt, byte for byte.
     """
     sections = plan.system_sections

@@ -56,7 +56,7 @@ RELIED_ON = {
 
 
 def check_moto(originals: Mapping[str, Callable[..., Any]]) -> None:
-    """Raise if moto no longer has what this layer wraps, as it is written here."""
+    """Raise unless moto has what this layer wraps, as it is written here."""
     owners = {"DynamoDBBackend": DynamoDBBackend, "Table": Table}
     for name, expected in RELIED_ON.items():
         owner, method = name.split(".")

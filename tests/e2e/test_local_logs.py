@@ -1,6 +1,6 @@
 """The local stack's log lines name the function that wrote them. Every function
-shares one process locally, and a line of the API used to carry the SMS worker's name once a text
-had been answered.
+shares one process locally, so a line of the API must not carry the SMS worker's name once a text
+has been answered.
 
 those JSON lines go to a file under the data file's folder (`.local/logs/` by default),
 whose path the banner prints; the terminal gets one human line per request or text; `-v` puts the
@@ -79,9 +79,9 @@ def test_each_functions_lines_carry_its_own_name_and_request_id(tmp_path: Path) 
     after every stored message: each API request's lines carry its own request id (the
     `x-amzn-RequestId` it was answered with), the API's name and one invocation id of their own,
     and no key another function set (the indexer's `cold_start`); the indexer's lines name the
-    indexer and carry no request's id. Its keys used to be the formatter's shared state: API lines
-    carried the indexer's cold start, and the requests' correlation ids were read and cleared by
-    each other (a streamed reply's lines had none)."""
+    indexer and carry no request's id. The formatter is shared, so its keys must not be: as its
+    shared state, API lines would carry the indexer's cold start, and the requests would read and
+    clear each other's correlation ids (a streamed reply's lines would have none)."""
     data_file = tmp_path / "d.jsonl"
     log_file = tmp_path / "logs" / "local_stack.log"
     with running_stack(data_file) as stack:

@@ -1,6 +1,6 @@
 """The memory benchmark's quick run, as CI runs it: one conversation in LoCoMo's layout
 replayed through the local stack; every answerable question's evidence reaches the model, no prompt
-presents a superseded value as current, and the seed's window loses some on the same run."""
+presents a superseded value as current, and a window-only memory (the baseline) loses some on the same run."""
 
 import json
 import os

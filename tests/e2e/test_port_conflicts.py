@@ -1,6 +1,6 @@
 """A taken port is named, with the option that changes it, at once and without a
 traceback, whatever holds it: an HTTP server that answers something else, or a listener that never
-answers (which used to cost 100 s of silence and leave a `.partial` file behind)."""
+answers (which, unnamed, would cost 100 s of silence and leave a `.partial` file behind)."""
 
 import http.server
 import socket

@@ -61,8 +61,8 @@ def test_the_web_acl_guards_the_api_stage_unless_disabled() -> None:
 
 
 def test_the_per_ip_rate_counts_every_request_whatever_its_authorization_header() -> None:
-    """It used to count only requests without an Authorization header: a flood that sent a junk
-    one, different each time, met only the per-token rule, one fresh count per junk token."""
+    """Counting only requests without an Authorization header, it would let a flood that sends a
+    junk one, different each time, meet only the per-token rule, one fresh count per junk token."""
     rule = _rules()["per-ip"]
     statement = rule["Statement"]["RateBasedStatement"]
     assert statement["AggregateKeyType"] == "IP"

@@ -59,7 +59,7 @@ def chat(stack: LocalStack, user_id: str, body: dict[str, str]) -> httpx.Respons
 
 @pytest.mark.parametrize(
     "turns", [30, pytest.param(100, marks=pytest.mark.slow, id="100")], ids=lambda n: f"{n}"
-)  # the seed's 100 at once in the slow tier; 30 at once still races every write in the default run
+)  # 100 at once in the slow tier; 30 at once still races every write in the default run
 def test_concurrent_turns_for_one_user_store_every_message_paired(stack: LocalStack, user_id: str, turns: int) -> None:
     started = time.monotonic()
     responses = at_once(turns, lambda i: chat(stack, user_id, {"message": f"message {i}", "clientMessageId": f"c-{i}"}))

@@ -259,10 +259,11 @@ def test_the_json_reply_folds_its_summary_before_the_response_ends(
 
 
 # --- a text whose idempotency write lands while its answer is lost --------------------------------
-# The write lands, the function never hears so, botocore sends it again. The webhook used to take
-# its own retried write for another delivery in progress and acknowledge the text unqueued (lost);
-# the worker locked itself out of the text until the queue's visibility timeout (the template's
-# 720 s, which the local queue keeps). persistence/idempotency.py recognises the retry as its own.
+# The write lands, the function never hears so, botocore sends it again. Taking its own retried
+# write for another delivery in progress, the webhook would acknowledge the text unqueued (lost),
+# and the worker would lock itself out of the text until the queue's visibility timeout (the
+# template's 720 s, which the local queue keeps): persistence/idempotency.py recognises the retry
+# as its own.
 
 # The first request carrying each marker: the in-progress record's PutItem of each function (its
 # idempotency key names the function it guards, Powertools' module.qualname#hash), and the

@@ -9,7 +9,7 @@ DynamoDB server, Bedrock emulator, Twilio stand-in), with the template's policie
 
 And the link attempts: right codes texted at once from a fresh phone are never locked out, and a
 lockout survives an erase by text; and an erase reaches the dead-letter queue: an erased user's
-dead-lettered texts can no longer be read (decision 0031), another user's still can.
+dead-lettered texts are unreadable after the erase (decision 0031), another user's are not.
 
 Each test fails on the code before its fix (the mutations are named in docs/reliability.md)."""
 

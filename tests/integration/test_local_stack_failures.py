@@ -1,5 +1,5 @@
 """A server the stack started that accepts connections and never answers is
-reported within seconds (botocore's retries used to take about 100 s), and the stack cleans up."""
+reported within seconds (botocore's retries would take about 100 s), and the stack cleans up."""
 
 import sys
 import time

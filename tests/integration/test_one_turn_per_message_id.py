@@ -132,7 +132,7 @@ def _claimed(stack: LocalStack, user: str, client_id: str, until: float) -> bool
 def test_a_copy_that_obeys_retry_after_gets_the_reply_within_2_s_of_its_storage(stack: LocalStack) -> None:
     """A copy refused with 409 `in_progress` is told when to ask again. A client that waits exactly
     that long between tries (as the docs tell it to) must not wait long past the reply's storage:
-    it used to be told the whole hold (95 s here, 60 s deployed) for a reply stored seconds later."""
+    not the whole hold (95 s here, 60 s deployed) for a reply stored seconds later."""
     user, text, client_id = f"it-{uuid.uuid4()}", f"Hello again coach {uuid.uuid4().hex[:6]}", "poll-1"
     body = {"message": text, "clientMessageId": client_id}
     stack.bedrock.chunk_delay_s = 0.1  # the first delivery answers for a few seconds

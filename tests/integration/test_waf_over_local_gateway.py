@@ -53,8 +53,9 @@ def test_requests_without_a_token_are_counted_by_address(stack: LocalStack) -> N
 
 
 def test_a_flood_that_rotates_a_junk_token_is_limited_by_its_address(stack: LocalStack) -> None:
-    """The per-IP rule used to count only requests without an Authorization header: a junk one,
-    different each time, met only the per-token rule, a fresh count per token, and never a limit."""
+    """The per-IP rule counts every request: counting only those without an Authorization header,
+    a junk one, different each time, would meet only the per-token rule, a fresh count per token,
+    and never a limit."""
     history = f"{stack.api_url}/history"
     with client_from("127.0.0.13") as http:
         answers = [

@@ -1,4 +1,4 @@
-"""The onboarding design's correctness properties 1-7, and Property 8 (Bedrock-valid message lists)."""
+"""The onboarding memory's correctness properties 1-7, and Property 8 (Bedrock-valid message lists)."""
 
 import uuid
 from collections.abc import Mapping, Sequence
@@ -28,7 +28,7 @@ from .strategies import alternating_history, content, history, history_entry, lo
 agent_class = st.sampled_from(list(AGENT_CLASSES.values()))
 
 # The window under test: the default one, or any other, so that a test follows a changed limit
-# instead of a number of its own (spec Requirement 3.5's 15 is checked on its own below).
+# instead of a number of its own (the default of 15 is checked on its own below).
 windows = st.one_of(st.just(Limits().window_max_messages), st.integers(min_value=2, max_value=40))
 
 
@@ -76,7 +76,7 @@ def test_property_1_message_structure_invariant(
 ) -> None:
     # Feature: onboarding-conversation-memory, Property 1: Message Structure Invariant
     """For any user message and agent context, _build_messages() returns a SystemMessage first and a
-    HumanMessage carrying the user's message last. (Validates R3.3, R3.6.)"""
+    HumanMessage carrying the user's message last."""
     messages = _agent(cls, llm, entries)._build_messages(user_message)
     assert len(messages) >= 2
     assert isinstance(messages[0], SystemMessage)
@@ -92,8 +92,7 @@ def test_property_2_history_inclusion_with_limiting(
 ) -> None:
     # Feature: onboarding-conversation-memory, Property 2: Conversation History Inclusion with Limiting
     """For any context with history, _build_messages() includes the history (at most the last
-    `window_max_messages`, 15 by default) between the system prompt and the current message.
-    (Validates R3.4, R3.5.)"""
+    `window_max_messages`, 15 by default) between the system prompt and the current message."""
     limits = _window_limits(window)
     messages = _agent(cls, llm, entries, limits)._build_messages(user_message)
     texts = _texts(messages[1:])
@@ -103,7 +102,7 @@ def test_property_2_history_inclusion_with_limiting(
 
 @pytest.mark.property
 def test_property_2_the_default_window_is_15_messages(llm: BaseChatModel) -> None:
-    # Feature: onboarding-conversation-memory, Property 2 (R3.5): the default limit is the spec's 15.
+    # Feature: onboarding-conversation-memory, Property 2: the default limit is 15 messages.
     """Unless the settings say otherwise, the window holds the last 15 history messages."""
     assert Limits().window_max_messages == 15
     assert Settings(table_name="table").window_max_messages == 15
@@ -123,7 +122,7 @@ def test_property_3_history_format_conversion(
 ) -> None:
     # Feature: onboarding-conversation-memory, Property 3: History Format Conversion
     """For any valid history, each dict becomes the matching LangChain type (HumanMessage for
-    "user", AIMessage for "assistant") with the same content. (Validates R3.7.)"""
+    "user", AIMessage for "assistant") with the same content."""
     messages = _agent(cls, llm, entries)._build_messages(user_message)
     converted = messages[1:-1]
     assert len(converted) == len(entries)
@@ -134,7 +133,7 @@ def test_property_3_history_format_conversion(
 
 @pytest.mark.property
 def test_property_4_the_default_load_is_the_latest_20_messages() -> None:
-    # Feature: onboarding-conversation-memory, Property 4 (R4.2): the design card's "latest 20 messages".
+    # Feature: onboarding-conversation-memory, Property 4: the latest 20 messages by default.
     assert Limits().history_load_limit == 20
 
 
@@ -149,7 +148,7 @@ async def test_property_4_orchestrator_loading_ordering_and_limiting(
 ) -> None:
     # Feature: onboarding-conversation-memory, Property 4: Orchestrator Message Loading with Ordering and Limiting
     """For any user's stored messages, the orchestrator loads the NEWEST `history_load_limit` (20
-    by default) of them, ordered by created_at ascending. (Validates R4.2, R4.3, R6.1.)"""
+    by default) of them, ordered by created_at ascending."""
     limit = settings.history_load_limit
     # Unique contents, so that each loaded entry names one stored message; and histories longer
     # than the limit every time, so that loading the oldest ones instead would be seen.
@@ -180,7 +179,7 @@ async def test_property_4_orchestrator_loading_ordering_and_limiting(
 def test_property_5_orchestrator_format_transformation(entries: list[dict[str, str]]) -> None:
     # Feature: onboarding-conversation-memory, Property 5: Orchestrator Format Transformation
     """For any loaded messages, each becomes a dict with exactly "role" and "content", matching the
-    stored message. (Validates R4.4.)"""
+    stored message."""
     messages = [
         Message(cast(Role, e["role"]), e["content"], f"{i:013d}-abc", datetime.now(UTC)) for i, e in enumerate(entries)
     ]
@@ -205,7 +204,7 @@ def test_property_6_limiting_preserves_recency(
 ) -> None:
     # Feature: onboarding-conversation-memory, Property 6: History Limiting Preserves Recency
     """For any history over the limit, only the most recent messages are included, oldest to
-    newest. (Validates R6.2, R6.3, R6.4; the orchestrator's 20 is covered by Property 4.)"""
+    newest. (The orchestrator's 20 is covered by Property 4.)"""
     window, entries = case
     limits = _window_limits(window)
     assert len(entries) > limits.window_max_messages
@@ -234,7 +233,7 @@ async def test_property_7_message_content_preservation(
 ) -> None:
     # Feature: onboarding-conversation-memory, Property 7: Message Content Preservation
     """For any message, storing, loading, formatting and message building never truncate or modify
-    its content, whatever its length. (Validates R6.5.)"""
+    its content, whatever its length."""
     assume(_no_reset([{"content": text} for text in texts], settings))
     user_id = str(uuid.uuid4())
     for index, text in enumerate(texts):

@@ -1,6 +1,6 @@
 """The committed cost report (docs/cost.md, cost.json, cost.png) is a full run of `infra.cost`
 at today's price table: change a price without rerunning `uv run python -m infra.cost --out docs`
-and these fail, so the dollars in docs/ are never priced at a table they no longer show."""
+and these fail, so the dollars in docs/ are always priced at the table they show."""
 
 import json
 from pathlib import Path

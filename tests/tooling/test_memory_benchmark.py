@@ -182,7 +182,7 @@ def test_the_bm25_baseline_keeps_the_best_ranked_lines_within_our_budget_in_the_
     kept = Baselines(history).windows("What does my turtle Shelly eat?", 60)
     assert kept["bm25"] == [history[0], history[-1]]
     assert kept["full-cut"][-1] == history[-1] and history[0] not in kept["full-cut"]  # noqa: PT018
-    assert len(kept["window-15"]) < 15  # the seed's window, cut to the budget too
+    assert len(kept["window-15"]) < 15  # the window-only baseline, cut to the budget too
     assert kept[CEILING] == history
 
 

@@ -18,7 +18,7 @@ from tests.support.views import message_texts
 async def test_agent_streams_the_reply_to_its_built_messages(
     agent_type: OnboardingAgentType, llm: BaseChatModel, emulator: BedrockEmulator
 ) -> None:
-    """R5.1-R5.5: stream_response sends _build_messages(message) and yields the model's chunks."""
+    """Every step's agent: stream_response sends _build_messages(message) and yields the model's chunks."""
     context = OnboardingAgentContext(
         user_id="u",
         conversation_history=[

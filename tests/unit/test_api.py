@@ -404,8 +404,9 @@ async def test_client_message_id_errors(
 
 async def test_every_line_of_a_streamed_reply_carries_its_request_id(client: httpx.AsyncClient) -> None:
     """The reply streams after the response began: its lines (`turn_responded`, written when the
-    stream ends) used to lose the request's correlation id, which the middleware cleared as soon
-    as the response started. Read as the function's log handler formats them, in the task that logs."""
+    stream ends) keep the request's correlation id, which a middleware clearing it as soon as the
+    response starts would take from them. Read as the function's log handler formats them, in the
+    task that logs."""
     service = logging.getLogger(os.environ["POWERTOOLS_SERVICE_NAME"])
     written = io.StringIO()
     handler = logging.StreamHandler(written)

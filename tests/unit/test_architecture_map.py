@@ -1,6 +1,6 @@
 """docs/architecture.md describes the code as it is, both ways: every module of the library and of
 the functions is named in its module tables, and every module those tables name exists; every path
-its layout table gives, every module a row names under its path (a parenthesis after a `folder/`
+its layout table gives, every module a row names under its path (a parenthesis after a folder's path
 names that folder's own), and every file path in its prose (the library's paths, as it writes
 them, are from the library's root) exists in the repository."""
 

@@ -1,7 +1,7 @@
 """A message that cannot fit next to the instructions gets a clear answer on every channel, and the
 user's message is kept (it was stored before the prompt was built).
 
-With settings that pass validation this cannot happen any more (the system prompt always
+With settings that pass validation this cannot happen (the system prompt always
 fits its allowance, and the largest message the up-front check accepts fits what the allowance
 leaves; tests/unit/test_prompt_fitting.py). The guard stays for settings built without validation,
 and these tests keep it honest on every channel."""

@@ -1,4 +1,4 @@
-"""BaseOnboardingAgent._build_messages: examples and the spec's malformed-entry handling."""
+"""BaseOnboardingAgent._build_messages: examples, and malformed history entries skipped with a warning."""
 
 import logging
 
@@ -21,7 +21,7 @@ def _agent(
 
 
 def test_constructor_keeps_the_context(llm: BaseChatModel) -> None:
-    """R2.1-R2.4: the agent takes the context and exposes history and agent_context through it."""
+    """The agent takes the context and exposes history and agent_context through it."""
     context = OnboardingAgentContext(
         user_id="u", conversation_history=[{"role": "user", "content": "hi"}], agent_context={"k": {"v": 1}}
     )
@@ -38,7 +38,7 @@ def test_empty_history_gives_system_then_message(llm: BaseChatModel) -> None:
 
 
 def test_history_is_converted_in_order(llm: BaseChatModel) -> None:
-    """R3.4, R3.7."""
+    """History entries become HumanMessage / AIMessage in their order, between the system prompt and the message."""
     history: list[dict[str, object]] = [
         {"role": "user", "content": "I'm a beginner"},
         {"role": "assistant", "content": "Great! How often do you train?"},
@@ -49,7 +49,7 @@ def test_history_is_converted_in_order(llm: BaseChatModel) -> None:
 
 
 def test_malformed_entries_are_skipped_with_a_warning(llm: BaseChatModel, caplog: pytest.LogCaptureFixture) -> None:
-    """Spec error handling: malformed history entries are skipped, valid ones kept, both ends present."""
+    """Malformed history entries are skipped, valid ones kept, both ends present."""
     history: list[dict[str, object]] = [
         {"role": "user"},
         {"content": "no role"},
@@ -66,7 +66,7 @@ def test_malformed_entries_are_skipped_with_a_warning(llm: BaseChatModel, caplog
 
 
 def test_only_the_last_15_history_messages_are_used(llm: BaseChatModel) -> None:
-    """R3.5 / R6.2."""
+    """The window: at most the last 15 history messages, by default."""
     history: list[dict[str, object]] = [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(40)
     ]
@@ -114,7 +114,7 @@ def test_system_prompt_says_when_nothing_is_known_yet(llm: BaseChatModel) -> Non
 
 
 def test_five_agents_one_per_step() -> None:
-    """R5.1-R5.5: every step has its agent, and none overrides stream_response or _build_messages."""
+    """Every step has its agent, and none overrides stream_response or _build_messages."""
     assert set(AGENT_CLASSES) == set(OnboardingAgentType)
     for agent_class in AGENT_CLASSES.values():
         assert "stream_response" not in vars(agent_class)

@@ -1,4 +1,4 @@
-"""What the functions' cold paths no longer build before they need it (decision 0016)."""
+"""What the functions' cold paths leave unbuilt until they need it (decision 0016)."""
 
 from typing import Any
 

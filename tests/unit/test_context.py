@@ -1,4 +1,4 @@
-"""OnboardingAgentContext: the spec's unit examples plus immutability all the way down."""
+"""OnboardingAgentContext: creation, defaults, and immutability all the way down."""
 
 from datetime import datetime
 
@@ -9,7 +9,7 @@ from onboarding.context import OnboardingAgentContext
 
 
 def test_onboarding_agent_context_creation() -> None:
-    """R1.1-R1.5, R1.7: the spec's creation example."""
+    """A pydantic model with the user id, the history, the agents' context and an aware `loaded_at`."""
     assert issubclass(OnboardingAgentContext, BaseModel)
     context = OnboardingAgentContext(
         user_id="test-user-123",
@@ -30,14 +30,14 @@ def test_defaults_are_empty() -> None:
 
 
 def test_onboarding_agent_context_immutable() -> None:
-    """R1.6: the spec's immutability example (attribute assignment)."""
+    """Immutable: an attribute cannot be assigned."""
     context = OnboardingAgentContext(user_id="test-user", conversation_history=[], agent_context={})
     with pytest.raises(ValidationError):
         context.user_id = "new-user"  # type: ignore[misc]
 
 
 def test_history_cannot_be_appended_or_edited() -> None:
-    """R1.6, truly: neither the list nor its entries nor the caller's originals can change it."""
+    """Immutable all the way down: neither the list nor its entries nor the caller's originals can change it."""
     original = [{"role": "user", "content": "Hello"}]
     context = OnboardingAgentContext(user_id="u", conversation_history=original)
     with pytest.raises(AttributeError):

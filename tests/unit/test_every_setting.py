@@ -89,7 +89,7 @@ def built_clients(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 @observes("history_load_limit")
 async def test_the_turns_query_asks_for_history_load_limit_messages(dynamodb: Any, emulator: BedrockEmulator) -> None:
-    for limit in (20, 33):  # the design card's 20 by default, and a non-default
+    for limit in (20, 33):  # the latest 20 messages by default, and a non-default
         settings = settings_with(history_load_limit=limit)
         store = repositories(dynamodb, settings)
         seed_conversation(store, f"u{limit}", 50)

@@ -51,7 +51,7 @@ def test_a_copy_is_refused_while_held_and_takes_over_once_the_hold_runs_out(
     taken = held.writes.claim_user_message("u", "c1", "hi", LIMIT)
     assert (taken.first, taken.user_message, taken.reply) == (False, first.user_message, None)
     assert taken.lease not in (None, first.lease)
-    # The first delivery cannot store a reply any more; the one that took over can.
+    # The first delivery, its hold taken over, cannot store a reply; the one that took over can.
     with pytest.raises(StoreError):
         commit_as(held, first.lease)
     commit_as(held, taken.lease)

@@ -9,7 +9,6 @@
 """
 
 import ast
-import re
 from itertools import combinations
 from pathlib import Path
 
@@ -28,7 +27,7 @@ STORE_DOOR = (
     "onboarding.recall.indexer",
     "onboarding.composition",
 )
-# The five agents: the spec fixes their names (two end in "planning"; both are steps, not a concept).
+# The five agents: their names are the onboarding's five steps (two end in "planning"; both are steps, not a concept).
 SPEC_NAMES = {"diet_planning", "fitness_assessment", "goal_setting", "scheduling", "workout_planning"}
 SAME_CONCEPT_PREFIX = 4
 
@@ -144,17 +143,3 @@ def test_a_long_module_is_one_idea_or_it_is_looked_at() -> None:
         and (rel := str(p.relative_to(REPO))) not in ONE_IDEA_THOUGH_LONG
     }
     assert not long, f"over {SMELL_LINES} lines (make it smaller, or say why it is one idea): {long}"
-
-
-def test_no_comment_cites_an_issue_or_a_document_outside_the_repository() -> None:
-    """Comments say why, in the present: no issue numbers, no seed documents a reader cannot open."""
-    cited = re.compile(r"\b(issue|seed|spec) \d+|seeds/", re.IGNORECASE)
-    found = [
-        f"{path.relative_to(REPO)}:{number}"
-        for root in (REPO / "layers", REPO / "functions", REPO / "infra", REPO / "tests")
-        for path in sorted(root.rglob("*.py"))
-        if "node_modules" not in path.parts and path != Path(__file__).resolve()
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if cited.search(line)
-    ]
-    assert found == []

@@ -1,4 +1,4 @@
-"""OnboardingAgentOrchestrator: agent choice, history loading, and the spec's error handling."""
+"""OnboardingAgentOrchestrator: agent choice, history loading, and what a failed read or a failed agent does."""
 
 import json
 import logging
@@ -21,7 +21,7 @@ from .conftest import TABLE
 async def test_orchestrator_loads_conversation_history(
     store: Repositories, orchestrator: OnboardingAgentOrchestrator
 ) -> None:
-    """The spec's example: R4.1, R4.4-R4.6."""
+    """The user's messages load into the agent's context, oldest first, each a `{"role", "content"}` entry."""
     for i in range(5):
         store.writes.append_message("test-user", "user" if i % 2 == 0 else "assistant", f"Message {i}")
     agent = await orchestrator.get_current_agent("test-user")
@@ -56,7 +56,7 @@ async def test_the_saved_state_picks_the_agent_and_its_context(
 
 
 async def test_only_the_newest_20_are_loaded(store: Repositories, orchestrator: OnboardingAgentOrchestrator) -> None:
-    """R4.3 / R6.1 / R6.3 / R6.4."""
+    """Only the newest `history_load_limit` (20) messages are loaded, oldest first."""
     for i in range(45):
         store.writes.append_message("u", "user" if i % 2 == 0 else "assistant", f"m{i}")
     agent = await orchestrator.get_current_agent("u")
@@ -66,7 +66,7 @@ async def test_only_the_newest_20_are_loaded(store: Repositories, orchestrator: 
 async def test_read_failure_gives_empty_history_and_a_warning(
     dynamodb: Any, llm: BaseChatModel, settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Spec error handling, database query failures: empty history, the agent still works."""
+    """A failed history read: empty history, the agent still works."""
     missing = Repositories.over(dynamodb, "missing-table", settings)
     orchestrator = OnboardingAgentOrchestrator(missing.conversations, llm, settings)
     with caplog.at_level(logging.WARNING):
@@ -77,7 +77,7 @@ async def test_read_failure_gives_empty_history_and_a_warning(
 
 
 async def test_agent_creation_failure_raises_value_error(orchestrator: OnboardingAgentOrchestrator) -> None:
-    """Spec error handling, agent instantiation failures: a clear ValueError."""
+    """An agent that cannot be made: a clear ValueError."""
     with pytest.raises(ValueError, match="Agent creation failed"):
         orchestrator._create_agent(OnboardingAgentType.GOAL_SETTING, {}, "", [], TurnContext(), None)
     with pytest.raises(ValueError, match="Agent creation failed"):
@@ -98,7 +98,7 @@ def _query_limits(dynamodb: Any) -> list[int]:
 async def test_history_load_limit_default_is_20(
     dynamodb: Any, store: Repositories, llm: BaseChatModel, settings: Settings
 ) -> None:
-    """The design card's "latest 20 messages": the default limit, and the one Query a turn's load sends
+    """The latest 20 messages by default: the default limit, and the one Query a turn's load sends
     (the 20 newest messages plus the state, profile and summary items)."""
     assert Limits.model_fields["history_load_limit"].default == 20
     assert DEFAULT_LIMITS.history_load_limit == 20

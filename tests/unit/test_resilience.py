@@ -275,7 +275,7 @@ async def test_a_history_read_failure_is_logged_and_counted(
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Seed R6: the turn goes on with empty history; operators see a warning and a metric."""
+    """A failed history read: the turn goes on with empty history; operators see a warning and a metric."""
     orchestrator = OnboardingAgentOrchestrator(ConversationRepository(dynamodb, "missing-table"), llm, settings)
     with caplog.at_level(logging.WARNING):
         agent = await orchestrator.get_current_agent("u")

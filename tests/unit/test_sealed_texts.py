@@ -83,7 +83,7 @@ def test_an_erase_leaves_the_users_queued_texts_unreadable(
     parts: tuple[SmsIntake, Repositories], sms_queue: str
 ) -> None:
     """Texted, then erased by text before the worker took the text (or after it failed into the
-    dead-letter queue): what is queued can no longer be read. Another number's text still can."""
+    dead-letter queue): what is queued is unreadable after the erase. Another number's text is not."""
     intake, store = parts
     _text(intake, TOLD)
     erased = _owner(store)

@@ -20,7 +20,7 @@ FROZEN_CLOCK_S = 1_800_000_000.0
 
 
 def test_newest_messages_come_back_oldest_first(store: Repositories) -> None:
-    """R4.2/R4.3 without the seed's defect: the NEWEST 20, in ascending order."""
+    """The NEWEST 20, in ascending order: not the first 20 ever stored, not newest first."""
     for i in range(30):
         store.writes.append_message("u1", "user" if i % 2 == 0 else "assistant", f"message {i}")
     loaded = store.conversations.load_turn("u1", message_limit=20)

@@ -44,7 +44,7 @@ def _claim(store: Repositories, user_id: str, client_id: str, content: str) -> C
 
 
 def _reply(store: Repositories, user_id: str, client_id: str, content: str) -> Message:
-    """The reply to a client message id's turn (was `append_reply_once`)."""
+    """The reply to a client message id's turn."""
     return commit(store, user_id, [Message("assistant", content)], client_id=client_id).messages[-1]
 
 

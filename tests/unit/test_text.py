@@ -1,7 +1,7 @@
 """A message's text is normalised once, where every channel's turn comes in (model/text.py,
 docs/decisions/0032-input-text.md): in Unicode normal form C, so "é" typed as one character or as
 "e" and an accent is one answer; without the invisible characters (zero width space, word joiner,
-BOM, soft hyphen, tag characters) that used to be stored as sent; with the joiners a script or an
+BOM, soft hyphen, tag characters), which would otherwise be stored as sent; with the joiners a script or an
 emoji needs. Over the API, over SMS, and through the turn service to the saved answer. The rules'
 properties over drawn texts: tests/property/test_input_text.py.
 

@@ -234,7 +234,7 @@ def per_thousand(app: dict[str, float], sms: dict[str, float], sms_share: float)
 
 
 def peer_memory_cost(peer: PeerFigures) -> float | None:
-    """Dollars per 1,000 turns of LangChain's store (None where its item no longer fits)."""
+    """Dollars per 1,000 turns of LangChain's store (None where its item is over DynamoDB's 400 KB)."""
     if peer.read_units is None or peer.write_units is None or peer.stored_byte_months is None:
         return None
     return TURNS * (

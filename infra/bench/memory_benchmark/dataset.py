@@ -176,7 +176,7 @@ def _dialog(turn: Any, where: str) -> Dialog:
 
 def conversation_of(raw: Mapping[str, Any], name: str) -> Conversation:
     """A sample of `locomo10.json` (the conversation under `conversation`), or one file of
-    `locomo10.zip` (its keys at the top level); `name` when it has no `sample_id`."""
+    `data/locomo10.zip` (its keys at the top level); `name` when it has no `sample_id`."""
     where = f"sample {raw.get('sample_id', name)}"
     body = raw.get("conversation", raw)
     if not isinstance(body, Mapping) or not isinstance(body.get("speaker_a"), str):
@@ -215,7 +215,7 @@ def _documents(path: Path) -> Iterator[tuple[str, Any]]:
 
 def load(path: Path) -> list[Conversation]:
     """The conversations at `path`, in LoCoMo's layout: `locomo10.json` (a list of samples), the
-    repository's `locomo10.zip` (a conversation a file) or a folder of either."""
+    repository's `data/locomo10.zip` (a conversation a file) or a folder of either."""
     found: list[Conversation] = []
     for name, document in _documents(path):
         samples = document if isinstance(document, list) else [document]

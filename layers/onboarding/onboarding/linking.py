@@ -152,7 +152,7 @@ class PhoneLinking:
     def queued_text_key(self, user_id: str, key_id: str) -> TextKey | None:
         """The key that sealed a text queued for `user_id`: in their partition, or, when their memory
         joined another user's (a link's merge), in that user's; None once the user (or the one they
-        joined) is erased: the text can no longer be read."""
+        joined) is erased: the text cannot be read."""
         holder = user_id
         for _ in range(OWNER_CHANGES):
             key = self.store.text_keys.stored(holder, user_id)

@@ -72,7 +72,7 @@ class BaseOnboardingAgent(ABC):
 
     def __init__(self, context: OnboardingAgentContext, llm: BaseChatModel, limits: Limits = DEFAULT_LIMITS) -> None:
         """`limits` (from the settings) bound the prompt: at most `window_max_messages` of the
-        latest history messages go to the model (Requirement 3.5), within `token_budget`."""
+        latest history messages go to the model, within `token_budget`."""
         self.context = context
         self.llm = llm
         self.limits = limits.prompt

@@ -73,7 +73,7 @@ class Limits(_FromEnv):
     # Tries of a turn's commit when another turn saved the state or profile first (re-read, apply again).
     memory_write_attempts: int = Field(default=5, ge=1, le=20, validation_alias="MEMORY_WRITE_ATTEMPTS")
     # The turn's one Query: this many newest messages, plus the state, profile and summary items
-    # (the design card's "latest 20 messages").
+    # (the latest 20 messages by default).
     history_load_limit: int = Field(default=20, ge=1, le=1000, validation_alias="HISTORY_LOAD_LIMIT")
     history_page_max: int = Field(default=100, ge=1, le=1000, validation_alias="HISTORY_PAGE_MAX")
     # A /history page when the app names no limit.

@@ -1,8 +1,8 @@
 """Owns the one message type used from the table to the model: `Message`, with its `ToolCall`s.
 
 A stored message, a history entry in an agent's context and a message in the prompt's window are
-the same `Message`. It also reads as the spec's `{"role": ..., "content": ...}` mapping (the onboarding design's
-`conversation_history` entries), so the context holds the loaded messages themselves, not copies.
+the same `Message`. It also reads as the plain `{"role": ..., "content": ...}` mapping view (the
+`conversation_history` entries of an agent's context), so the context holds the loaded messages themselves, not copies.
 """
 
 from collections.abc import Iterator, Mapping
@@ -54,7 +54,7 @@ class Message(Mapping[str, Any]):
             keys.append("tool_call_id")
         object.__setattr__(self, "_keys", tuple(keys))
 
-    # The spec's mapping view: role, content, and tool_calls / tool_call_id when present.
+    # The plain mapping view: role, content, and tool_calls / tool_call_id when present.
     def __getitem__(self, key: str) -> Any:
         if key not in self._keys:
             raise KeyError(key)
@@ -73,7 +73,7 @@ class Message(Mapping[str, Any]):
 
     def __eq__(self, other: object) -> bool:
         """Two messages are equal field by field; a message equals a mapping of the same view
-        (so a loaded message equals the spec's `{"role": ..., "content": ...}` dict)."""
+        (so a loaded message equals the plain `{"role": ..., "content": ...}` dict)."""
         if isinstance(other, Message):
             return self._fields() == other._fields()
         if isinstance(other, Mapping):
@@ -85,7 +85,7 @@ class Message(Mapping[str, Any]):
 
     @classmethod
     def from_entry(cls, entry: Mapping[str, Any]) -> "Message":
-        """A history entry (the spec's dict, or a `Message`) as a message; ValueError when it is
+        """A history entry (a plain dict, or a `Message`) as a message; ValueError when it is
         not one (unknown role, content not text, a tool result without its call id)."""
         if isinstance(entry, Message):
             return entry

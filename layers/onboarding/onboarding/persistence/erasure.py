@@ -3,7 +3,7 @@ still name them, and the erase mark; and the keys that seal a user's queued text
 
 A text key is one per user, made with the first text of theirs that is queued, kept in their
 partition (`KEY#<user>`): the erase that deletes the partition deletes the key, so every text of
-theirs still in the queue or the dead-letter queue can no longer be read, wherever it is. A link's
+theirs still in the queue or the dead-letter queue is unreadable after the erase, wherever it is. A link's
 merge copies an SMS-only user's key into the app user's partition with the texts (`merging`), so a
 text queued before the link is still answered.
 """
@@ -143,7 +143,7 @@ class Eraser:
 
     def _mark_erased(self, user_id: str, merged_into: str | None = None) -> None:
         """Record when the user was erased, first: from now on a write of a turn that began before
-        this moment is refused (`writing.erasure_guard`), so nothing in flight re-creates the user.
+        this moment is refused (`erasure_guard`), so nothing in flight re-creates the user.
         The mark outlives any such turn (a queued text can wait days), then expires."""
         now = self._clock()
         item = {

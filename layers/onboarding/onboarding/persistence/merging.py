@@ -3,7 +3,7 @@ copying its messages, message-id records and the key of its queued texts (so a t
 the link can still be read, and answered as the app user), and writing the merged state, profile and summary
 (the rules and the steps are `onboarding.linking`'s).
 
-Every write into the app user's partition carries the erasure guard (`writing.erasure_guard`): an
+Every write into the app user's partition carries the erasure guard (`erasure.erasure_guard`): an
 erase of the app user after the link refuses it (UserErasedError), so a merge still running can
 never write back what the erase removed."""
 

@@ -115,7 +115,7 @@ class TurnWriter:
     def _run(
         self, transaction: Transaction, what: str, rate_limit: RateLimit | None = None, new_keys: bool = True
     ) -> None:
-        """Run `transaction` once (see `writing.run_once`; `new_keys`: it puts a new message, which
+        """Run `transaction` once (see `calls.run_once`; `new_keys`: it puts a new message, which
         is looked up when the answer is lost). UserErasedError when the user was erased since the
         turn began; RateLimitedError when the window is full; KeyCollision when a new key was taken
         or another transaction collided (try again with fresh keys); any other cancellation is

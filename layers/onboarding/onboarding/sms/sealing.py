@@ -2,8 +2,8 @@
 user it was queued for and the name of their key in the clear, and everything else (the number,
 the text, the MessageSid, when it came in) sealed with AES-GCM under the user's key (kept where
 the erase deletes it; `PhoneLinking` finds it). With the key gone, a text of an erased user left
-in the queue or the dead-letter queue, even one that ends there after the erase, can no longer be
-read by anyone. The user id and key name are bound to the sealed part as associated data, so a sealed
+in the queue or the dead-letter queue, even one that ends there after the erase, cannot be read
+by anyone. The user id and key name are bound to the sealed part as associated data, so a sealed
 text cannot be passed off as another user's.
 
 AES-GCM is `cryptography`'s (the Python Cryptographic Authority's), never written here; each
@@ -53,7 +53,7 @@ class QueuedTextError(ValueError):
 
 def read_queued(body: str, key_of: KeyLookup) -> SmsTurnRequest | None:
     """The text a queue message holds; None when its key is gone (its user was erased: the text
-    can no longer be read, and is answered by nobody). A body queued before texts were sealed is
+    cannot be read, and is answered by nobody). A body queued before texts were sealed is
     read as it is. QueuedTextError for anything else. `key_of(user_id, key_id)` finds the key
     that sealed a text queued for `user_id` (`PhoneLinking.queued_text_key`)."""
     try:

@@ -1,9 +1,9 @@
 """Owns picking the user's current onboarding agent and giving it an immutable context.
 
 `prepare` is pure: from what a turn loaded (state, profile, summary, newest messages) it cuts the
-window candidates and builds the agent. The turn service loads and calls it; the spec's
-`get_current_agent(user_id)` loads with the same reader, for callers outside a turn (the spec's
-tests, the inspect command).
+window candidates and builds the agent. The turn service loads and calls it;
+`get_current_agent(user_id)` loads with the same reader, for callers outside a turn (the
+orchestrator's tests, the inspect command).
 """
 
 import asyncio
@@ -147,7 +147,7 @@ class OnboardingAgentOrchestrator:
 
     @staticmethod
     def _format_history(messages: Sequence[Message]) -> list[Message]:
-        """The loaded messages as the spec's history entries: each reads as `{"role", "content"}`
+        """The loaded messages as the context's history entries: each reads as `{"role", "content"}`
         (plus `tool_calls` / `tool_call_id` where Converse needs them to pair calls and results)."""
         return list(messages)
 

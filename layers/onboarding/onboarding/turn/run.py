@@ -204,7 +204,7 @@ class Turn:
         """A turn that ends without a stored reply (failed, or its client went away mid-reply) gives
         up its hold on the client message id: a retry answers it at once, counted by the rate limit.
         A blocking call, on purpose: a turn cancelled with its client's connection cannot await
-        anything any more. Best effort: if it fails, the hold runs out by itself."""
+        anything after the cancellation. Best effort: if it fails, the hold runs out by itself."""
         answered = self.result is not None and self.result.assistant_message is not None
         client_id, lease = self._delivery.client_message_id, self._delivery.lease
         if lease is None or client_id is None or self._prepared is None or answered:
@@ -265,7 +265,7 @@ class Turn:
                     parts.append(chunk)
                     yield chunk
         except MessageOverBudgetError:
-            # The instructions grew (a long summary) so that this message no longer fits: say so.
+            # The instructions (a long summary) leave this message too little of the budget: say so.
             raise
         except Exception as error:
             breaker.record_failure()
