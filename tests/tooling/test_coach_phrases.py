@@ -28,11 +28,22 @@ pytestmark = pytest.mark.unit
 DATA = Path(__file__).parents[1] / "support" / "data"
 PHRASES = DATA / "coach_phrases.yaml"
 UNSEEN = DATA / "coach_phrases_unseen.yaml"  # written after the reader, to see how it does on new answers
-FRESH = (
-    DATA / "coach_phrases_fresh.yaml"
-)  # hedges, ranges, bare counts, health words, filler, written before the reader read them
+# Hedges, ranges, bare counts, health words, filler: written before the reader read them.
+FRESH = DATA / "coach_phrases_fresh.yaml"
+# Written by someone who read neither the reader nor its tests, measured once and never taught from.
+HOLDOUT = DATA / "coach_phrases_holdout.yaml"
 EXACT_GOAL = 0.95
 KIND_FLOOR = 0.85
+# Per set: the share it must file exactly right, the misfiled it may have, whether each kind of
+# answer must reach KIND_FLOOR. The held-out set's floor sits just under its one measurement
+# (81 of 100, 2 misfiled): below the goal the sets the reader was taught on meet, and said so in
+# docs/local-development.md; a change that loses ground on it fails here.
+GOALS = {
+    PHRASES: (EXACT_GOAL, 0, True),
+    UNSEEN: (EXACT_GOAL, 0, True),
+    FRESH: (EXACT_GOAL, 0, True),
+    HOLDOUT: (0.80, 2, False),
+}
 STEP_OF = {field.key: step for step in ONBOARDING_ORDER for field in STEP_PROMPTS[step].fields}
 ORDER = list(STEP_OF)
 
@@ -112,8 +123,9 @@ def exactly_right(phrase: Phrase, found: Mapping[str, str]) -> bool:
     return True
 
 
-@pytest.mark.parametrize("path", [PHRASES, UNSEEN, FRESH], ids=["phrases", "unseen", "fresh"])
+@pytest.mark.parametrize("path", list(GOALS), ids=["phrases", "unseen", "fresh", "holdout"])
 def test_the_phrase_set_is_filed_where_it_belongs(path: Path) -> None:
+    exact_goal, misfiled_at_most, every_kind = GOALS[path]
     known, phrases = _phrases(path)
     assert len(phrases) >= (300 if path == PHRASES else 100)
     right: Counter[str] = Counter()
@@ -139,10 +151,11 @@ def test_the_phrase_set_is_filed_where_it_belongs(path: Path) -> None:
         ]
     )
     print(report)
-    assert not misfiled, report
-    assert share >= EXACT_GOAL, report
+    assert len(misfiled) <= misfiled_at_most, report
+    assert share >= exact_goal, report
     # No kind of answer is left behind (typos, several items at once, ...).
-    assert all(right[kind] >= KIND_FLOOR * total[kind] for kind in total if total[kind] >= 10), report
+    if every_kind:
+        assert all(right[kind] >= KIND_FLOOR * total[kind] for kind in total if total[kind] >= 10), report
 
 
 # Small talk built of words answers use: a number, an app, a month, a diet someone else follows.
