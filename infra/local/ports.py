@@ -44,7 +44,9 @@ def listen_on(host: str, port: int) -> socket.socket:
     """A TCP socket listening on `port` (0: one the system chooses; `port_of` tells which), with
     SO_REUSEADDR as the servers set it, so a port left in TIME_WAIT by a stopped server is usable
     and a listening one is not. OSError (EADDRINUSE) when it is taken."""
-    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on sockets that
+    # say they are TCP, and a streamed reply's small writes would otherwise wait for a delayed ACK.
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
