@@ -32,6 +32,8 @@ from infra.local.stack import LocalStack
 pytestmark = pytest.mark.integration
 
 RATE_LIMIT = 4
+# The limit counts in fixed windows; a test that counts resends must not straddle two of them.
+RATE_WINDOW_S = 3600
 HTTP = httpx.Client(timeout=120, limits=httpx.Limits(max_connections=50))
 
 
@@ -39,6 +41,7 @@ HTTP = httpx.Client(timeout=120, limits=httpx.Limits(max_connections=50))
 def stack() -> Iterator[LocalStack]:
     with pytest.MonkeyPatch.context() as env:
         env.setenv("RATE_LIMIT_MESSAGES", str(RATE_LIMIT))
+        env.setenv("RATE_LIMIT_WINDOW_S", str(RATE_WINDOW_S))
         with LocalStack(api_port=0) as running:
             yield running
 
@@ -196,6 +199,13 @@ def test_a_copy_over_sse_never_streams_words_that_were_not_stored(stack: LocalSt
     assert stored["MSG#" + done["assistantMessageId"].replace("-", "#", 1)] == said
 
 
+def _wait_for_a_window_with(seconds: float) -> None:
+    """Sleep into the next rate window when the current one ends within `seconds`."""
+    left = RATE_WINDOW_S - time.time() % RATE_WINDOW_S
+    if left < seconds:
+        time.sleep(left + 0.5)
+
+
 def _cut_after_first_chunk(stack: LocalStack, user: str, body: dict[str, str]) -> int:
     """Open the stream, read until the first chunk, and go away; the HTTP status it got."""
     with HTTP.stream("POST", f"{stack.api_url}/chat", json=body, headers=_headers(user, stream=True)) as response:
@@ -211,6 +221,7 @@ def test_a_stream_cut_off_after_its_first_chunk_can_be_resent_only_under_the_rat
     body = {"message": text, "clientMessageId": "cut-1"}
     stack.bedrock.chunk_delay_s = 0.2  # a reply long in coming: the client goes after the first chunk
     statuses = []
+    _wait_for_a_window_with(120)  # the resends take about 5 s; a window ending meanwhile would reset the count
     try:
         for _ in range(RATE_LIMIT + 2):
             statuses.append(_cut_after_first_chunk(stack, user, body))
