@@ -22,6 +22,7 @@ from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.model.users import ErasureReport
 from onboarding.persistence import Repositories
 from onboarding.turn.service import TurnService
+from tests.support.clock import FakeClock
 from tests.support.seed import commit
 from tests.unit.conftest import TABLE
 
@@ -351,10 +352,13 @@ async def test_the_summary_of_a_turn_from_before_the_erase_is_not_stored(store: 
     assert _left_of(dynamodb, "user-1") == []
 
 
-def test_an_erase_does_not_reset_the_rate_limit(store: Repositories) -> None:
+def test_an_erase_does_not_reset_the_rate_limit(dynamodb: Any, settings: Settings) -> None:
+    clock = FakeClock()  # one window, wherever the real clock is in its hour
+    store = Repositories.over(dynamodb, TABLE, settings, clock=clock)
     limit = RateLimit(messages=3, window_s=3600)
     for text in ("one", "two", "three"):
         store.writes.append_message("user-1", "user", text, limit)
     assert store.erasure.erase("user-1").kept_rate_counters == 1
+    clock.advance(1)  # a message after the erase, not one it cut short
     with pytest.raises(RateLimitedError):
         store.writes.append_message("user-1", "user", "four", limit)
