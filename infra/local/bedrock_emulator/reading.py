@@ -86,8 +86,12 @@ _NEWS = {
 # What kind of message it is (a question, an answer put off, a correction ...), and word lists.
 KINDS = {name: re.compile(_pattern(written), re.IGNORECASE) for name, written in _TABLE["kinds"].items()}
 SETS = {name: frozenset(words.split()) for name, words in _TABLE["sets"].items()}
+# Where a message is cut into parts; not before a part that only compares with the one before it
+# ("30-45 mins, more on sundays" is one cooking time, not a cooking time and training days).
 _CLAUSE_BREAK = re.compile(
-    r"[,.;!?]+\s*|\s+(?:and|but|though|although|plus|also|btw|by the way|except)\b\s*|\s*(?:—|–|\s-\s)\s*", re.I
+    rf"[,.;!?]+(?!\s*(?:{_WORDS['comparative']})\b)\s*"
+    r"|\s+(?:and|but|though|although|plus|also|btw|by the way|except)\b\s*|\s*(?:—|–|\s-\s)\s*",
+    re.I,
 )
 _GREETING = re.compile(rf"(?<![\w])(?:{_WORDS['greeting']})(?![\w])", re.IGNORECASE)
 _NOT_WORDS = re.compile(r"[\W_]+", re.UNICODE)
@@ -159,10 +163,12 @@ def _answer_shaped(text: str) -> bool:
 def plain(text: str) -> str:
     """The message as it is read, each rule a kind of answer ([kinds] in reading.toml): a range is
     one range whatever its dash ("5–6" -> "5-6"), hedge marks and filler words are left out
-    ("kinda beginner tbh lol" -> "beginner", "intermediate-ish" -> "intermediate"), and "like" too
-    where it is no verb ("I jog like twice a week" -> "I jog twice a week"; "I like running" stays)."""
+    ("kinda beginner tbh lol" -> "beginner", "intermediate-ish" -> "intermediate"), a qualifier after
+    an answer too ("3 or 4 depending on work" -> "3 or 4"), and "like" where it is no verb ("I jog
+    like twice a week" -> "I jog twice a week"; "I like running" stays)."""
     text = KINDS["range_dash"].sub("-", text)
     text = KINDS["hedge_mark"].sub("", text)
+    text = KINDS["qualifier"].sub("", text)
     text = KINDS["filler_words"].sub("", text)
     return " ".join(_LIKE.sub(lambda m: "" if _filler_like(text, m) else m[0], text).split())
 

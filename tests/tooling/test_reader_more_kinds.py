@@ -1,0 +1,45 @@
+"""More kinds of answer the local coach's reader (infra/local/bedrock_emulator/reading.py,
+reading.toml) reads by rule, found by a phrase set written without reading the reader: a qualifier
+after an answer, a hedge word before a bare number, a part that only compares with the one before
+it. The phrasings here are not that set's; each test fails when its rule is taken out.
+"""
+
+import pytest
+
+from infra.local.bedrock_emulator import reading
+from tests.tooling.test_reader_kinds import _read
+
+pytestmark = pytest.mark.unit
+
+# What is said -> the question it answers, and the value read.
+QUALIFIED = {  # a qualifier after an answer says when it holds, nothing more ([kinds] qualifier)
+    "4 or 5 depending on my shifts": ("days_per_week", "4 or 5"),
+    "3 normally": ("meals_per_day", "3"),
+    "5 if I include the protein shakes": ("meals_per_day", "5"),
+    "40 give or take": ("session_length", "40"),
+}
+# What is said -> the question it answers with the whole of it.
+HEDGED_NUMBERS = {"probably 65": "target", "perhaps 15": "cooking", "possibly 4": "meals_per_day"}
+COMPARED = {"about 20 minutes, less on weekdays": "cooking", "45 minutes, a bit more at weekends": "session_length"}
+
+
+@pytest.mark.parametrize("said", QUALIFIED)
+def test_a_qualifier_after_an_answer_is_left_out(said: str) -> None:
+    at, value = QUALIFIED[said]
+    assert _read(at, said) == {at: value}
+
+
+def test_a_frequency_word_before_an_answer_stays() -> None:
+    assert reading.plain("usually around 6pm") == "usually around 6pm"
+
+
+# A hedge word before a bare number leaves it the answer ([words] hedge_word).
+@pytest.mark.parametrize("said", HEDGED_NUMBERS)
+def test_a_hedged_bare_number_answers_the_question_asked(said: str) -> None:
+    assert _read(HEDGED_NUMBERS[said], said) == {HEDGED_NUMBERS[said]: said}
+
+
+# A part that only compares with the part before it qualifies that answer ([words] comparative).
+@pytest.mark.parametrize("said", COMPARED)
+def test_a_comparison_after_an_answer_is_part_of_it(said: str) -> None:
+    assert _read(COMPARED[said], said) == {COMPARED[said]: said}
