@@ -1,13 +1,14 @@
 """More kinds of answer the local coach's reader (infra/local/bedrock_emulator/reading.py,
 reading.toml) reads by rule, found by a phrase set written without reading the reader: a qualifier
 after an answer, a hedge word before a bare number, a part that only compares with the one before
-it. The phrasings here are not that set's; each test fails when its rule is taken out.
+it, a correction that restates the answer it replaces. The phrasings here are not that set's; each
+test fails when its rule is taken out.
 """
 
 import pytest
 
 from infra.local.bedrock_emulator import reading
-from tests.tooling.test_reader_kinds import _read
+from tests.tooling.test_reader_kinds import _coach_files, _read
 
 pytestmark = pytest.mark.unit
 
@@ -43,3 +44,25 @@ def test_a_hedged_bare_number_answers_the_question_asked(said: str) -> None:
 @pytest.mark.parametrize("said", COMPARED)
 def test_a_comparison_after_an_answer_is_part_of_it(said: str) -> None:
     assert _read(COMPARED[said], said) == {COMPARED[said]: said}
+
+
+# A correction that restates the old answer ("I said 85 kg but ..."): the answer is what follows,
+# and only the part it changes changes ([kinds] restating).
+def test_a_number_restated_before_but_is_the_answer_it_replaces() -> None:
+    calls = _coach_files("primary_goal", "I said 85 kg but I'm 88 kg", {"age_and_body": "34, 180 cm, 85 kg"})
+    assert calls == [("correct_answer", {"item": "fitness_assessment.age_and_body", "value": "34, 180 cm, 88 kg"})]
+
+
+def test_an_age_said_with_actually_is_an_age() -> None:
+    assert _read("age_and_body", "sorry, I said 29 but I'm actually 30") == {"age_and_body": "I'm actually 30"}
+    calls = _coach_files("primary_goal", "I said 34 but I'm actually 35", {"age_and_body": "34, 180 cm, 85 kg"})
+    assert calls == [("correct_answer", {"item": "fitness_assessment.age_and_body", "value": "35, 180 cm, 85 kg"})]
+
+
+# Words that lead into a part ("actually, make it", "change it to") leave its bare answer an answer.
+RESTATED = {"change it to 4": "days_per_week", "actually, make it 4": "meals_per_day"}
+
+
+@pytest.mark.parametrize("said", RESTATED)
+def test_a_bare_answer_after_correction_words_answers_the_question_asked(said: str) -> None:
+    assert _read(RESTATED[said], said) == {RESTATED[said]: "4"}

@@ -243,6 +243,11 @@ def _clauses(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in [*bounds, (start, len(text))] if b > a]
 
 
+def _after_leads(text: str, clauses: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Each part without the words that lead into it: "actually make that 5" answers as "5" does."""
+    return [(a + (m.end() if (m := KINDS["lead"].match(text[a:b])) else 0), b) for a, b in clauses]
+
+
 def _candidates(text: str, fields: Collection[str], asked: str | None) -> list[_Span]:
     clauses = _clauses(text)
     starts = [a for a, _ in clauses]
@@ -251,9 +256,11 @@ def _candidates(text: str, fields: Collection[str], asked: str | None) -> list[_
     for field in fields:
         item = ITEMS[field]
         found = [(m.start(), m.end(), m[0]) for m in item.says.finditer(text, 0, _READ_CHARS)]
-        if field == asked and item.asked is not None:  # part by part: ^ and $ are a part's ends
+        if field == asked and item.asked is not None:  # part by part: ^ and $ are a part's ends, after its lead
             found += [
-                (a + m.start(), a + m.end(), m[0]) for a, b in clauses[:50] for m in item.asked.finditer(text[a:b])
+                (a + m.start(), a + m.end(), m[0])
+                for a, b in _after_leads(text, clauses[:50])
+                for m in item.asked.finditer(text[a:b])
             ]
         for a, b in clauses[:50]:  # a part that names the item answers it ("my main goal is now a half marathon"),
             if any(a <= start < b for start, _, _ in found):  # when nothing in it reads as an answer already
