@@ -1,8 +1,8 @@
 """More kinds of answer the local coach's reader (infra/local/bedrock_emulator/reading.py,
 reading.toml) reads by rule, found by a phrase set written without reading the reader: a qualifier
 after an answer, a hedge word before a bare number, a part that only compares with the one before
-it, a correction that restates the answer it replaces. The phrasings here are not that set's; each
-test fails when its rule is taken out.
+it, a correction that restates the answer it replaces, health words (operations, medicines, an upset
+stomach). The phrasings here are not that set's; each test fails when its rule is taken out.
 """
 
 import pytest
@@ -66,3 +66,23 @@ RESTATED = {"change it to 4": "days_per_week", "actually, make it 4": "meals_per
 @pytest.mark.parametrize("said", RESTATED)
 def test_a_bare_answer_after_correction_words_answers_the_question_asked(said: str) -> None:
     assert _read(RESTATED[said], said) == {RESTATED[said]: "4"}
+
+
+# An operation, a medicine, a joint condition: health words, a limitation wherever said, even beside
+# another answer when the injuries were "none" ([health] surgery, medication, musculoskeletal).
+LIMITED_BY = {
+    "kettlebells, but I had an ACL reconstruction last year": "I had an ACL reconstruction last year",
+    "kettlebells, but I'm on beta blockers": "I'm on beta blockers",
+    "kettlebells, but I have a labral tear": "I have a labral tear",
+}
+
+
+@pytest.mark.parametrize("said", LIMITED_BY)
+def test_an_operation_or_a_medicine_is_a_limitation_wherever_said(said: str) -> None:
+    assert _read("equipment", said) == {"limitations": LIMITED_BY[said], "equipment": "kettlebells"}
+
+
+# An upset stomach or heartburn after a food is an allergic reaction ([words] reaction).
+@pytest.mark.parametrize("said", ["garlic gives me a dodgy tummy", "onions give me heartburn"])
+def test_an_upset_stomach_after_a_food_is_an_allergy(said: str) -> None:
+    assert _read("dietary_pattern", said) == {"allergies": said}
