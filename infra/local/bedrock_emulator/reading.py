@@ -16,10 +16,10 @@ import tomllib
 from bisect import bisect_right
 from collections.abc import Collection
 from dataclasses import dataclass
-from difflib import get_close_matches
 from pathlib import Path
 
 from infra.local.bedrock_emulator import quantities
+from infra.local.bedrock_emulator.spelling import Speller, plain_words
 
 _TABLE = tomllib.loads(Path(__file__).with_name("reading.toml").read_text(encoding="utf-8"))
 _WORDS: dict[str, str] = {}
@@ -86,6 +86,24 @@ _NEWS = {
 # What kind of message it is (a question, an answer put off, a correction ...), and word lists.
 KINDS = {name: re.compile(_pattern(written), re.IGNORECASE) for name, written in _TABLE["kinds"].items()}
 SETS = {name: frozenset(words.split()) for name, words in _TABLE["sets"].items()}
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [text for inner in value.values() for text in _strings(inner)]
+    return [value] if isinstance(value, str) else []
+
+
+# Typos and shorthand (spelling.py): the words often mistyped, every plain word of the word lists
+# an answer names things by, and the words the table reads, which are no typo.
+SPELLER = Speller.of(
+    SETS["spellings"],
+    plain_words(_TABLE["words"][name] for name in ("body", "kit", "exercise")),
+    frozenset(re.findall(r"[a-z]{3,}", " ".join(_strings(_TABLE)).lower())),
+    _TABLE["shorthand"],
+)
+
+
 # Where a message is cut into parts; not before a part that only compares with the one before it
 # ("30-45 mins, more on sundays" is one cooking time, not a cooking time and training days).
 _CLAUSE_BREAK = re.compile(
@@ -109,7 +127,6 @@ _NAMED = {  # per item, compiled once: a message is read part by part
 # The items whose answer is several quantities, each known by its unit (quantities.py): a
 # correction changes the parts it gives and adds those the answer lacks.
 _PARTS = frozenset({"age_and_body"})
-_WORD = re.compile(r"[A-Za-z]{5,}")
 _READ_CHARS = 1000  # a pasted page is read by its beginning (where its answers are), and read fast
 
 
@@ -207,15 +224,6 @@ def is_acknowledgement(text: str) -> bool:
 def says_nothing(text: str) -> bool:
     """No letter or digit at all (an emoji, "...")."""
     return not any(character.isalnum() for character in text)
-
-
-def _spelled(text: str) -> str:
-    def fix(match: re.Match[str]) -> str:
-        word = match.group(0)
-        close = get_close_matches(word.lower(), SETS["spellings"], n=1, cutoff=0.8)
-        return close[0] if close and close[0][0] == word[0].lower() and close[0] != word.lower() else word
-
-    return _WORD.sub(fix, text)
 
 
 def named_items(text: str, among: Collection[str]) -> list[str]:
@@ -323,7 +331,7 @@ def read(text: str, asked: str | None, open_items: Collection[str], known: Colle
     words are news); when the message names items, only those. It is read
     plain (hedge marks and filler words left out), and a question it asks before its answer is
     set aside ("how do you want reminders? whatever, text me" -> "whatever, text me")."""
-    text = " ".join(s for s in _sentences(_spelled(plain(text))) if not (s.endswith("?") and _asks(s)))
+    text = " ".join(s for s in _sentences(SPELLER.spelled(plain(text))) if not (s.endswith("?") and _asks(s)))
     fresh = [f for f in {*open_items, *([asked] if asked else [])} if f in ITEMS]
     spans = _candidates(text, fresh, asked)
     if KINDS["correction"].search(text) is not None or not spans:
