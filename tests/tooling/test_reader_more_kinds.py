@@ -86,3 +86,19 @@ def test_an_operation_or_a_medicine_is_a_limitation_wherever_said(said: str) -> 
 @pytest.mark.parametrize("said", ["garlic gives me a dodgy tummy", "onions give me heartburn"])
 def test_an_upset_stomach_after_a_food_is_an_allergy(said: str) -> None:
     assert _read("dietary_pattern", said) == {"allergies": said}
+
+
+# A piece of kit an activity names is equipment, not the activity ([items.current_activity] says),
+# at whichever question it is said.
+def test_kit_named_by_an_activity_is_equipment() -> None:
+    said = [
+        ("timezone", "I also have a rowing machine"),
+        ("cooking", "I got a yoga mat"),
+        ("meals_per_day", "a boxing bag"),
+    ]
+    assert [_read(at, kit) for at, kit in said] == [{"equipment": kit} for _, kit in said]
+
+
+def test_the_activity_done_on_such_kit_is_still_an_activity() -> None:
+    said = "I row on my rowing machine 3 times a week"
+    assert _read("current_activity", said) == {"current_activity": said}
