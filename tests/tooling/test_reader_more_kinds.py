@@ -102,3 +102,9 @@ def test_kit_named_by_an_activity_is_equipment() -> None:
 def test_the_activity_done_on_such_kit_is_still_an_activity() -> None:
     said = "I row on my rowing machine 3 times a week"
     assert _read("current_activity", said) == {"current_activity": said}
+
+
+# A weight to lose named by where it came from is still weight to lose ([items.primary_goal] says).
+@pytest.mark.parametrize("said", ["mostly I want to shed the lockdown weight", "to lose my post-pregnancy fat"])
+def test_weight_named_by_where_it_came_from_is_a_goal(said: str) -> None:
+    assert _read("fitness_level", said) == {"primary_goal": said}
