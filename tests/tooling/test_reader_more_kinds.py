@@ -108,3 +108,12 @@ def test_the_activity_done_on_such_kit_is_still_an_activity() -> None:
 @pytest.mark.parametrize("said", ["mostly I want to shed the lockdown weight", "to lose my post-pregnancy fat"])
 def test_weight_named_by_where_it_came_from_is_a_goal(said: str) -> None:
     assert _read("fitness_level", said) == {"primary_goal": said}
+
+
+# A duration with its limit and how often it holds is a session length of its own beside the days
+# ([items.session_length] says).
+def test_a_session_with_its_limit_beside_the_days_is_a_session_length() -> None:
+    assert _read("days_per_week", "twice a week, half an hour at most each time") == {
+        "days_per_week": "twice a week",
+        "session_length": "half an hour at most each time",
+    }
