@@ -117,3 +117,16 @@ def test_a_session_with_its_limit_beside_the_days_is_a_session_length() -> None:
         "days_per_week": "twice a week",
         "session_length": "half an hour at most each time",
     }
+
+
+# A kind of movement ruled out ("no high impact", "avoid kneeling") is an exercise preference, beside
+# the condition that rules it out ([words] movement).
+def test_a_movement_ruled_out_is_an_exercise_preference() -> None:
+    assert _read("exercise_preferences", "no high impact please, my knees are shot") == {
+        "limitations": "my knees are shot",
+        "exercise_preferences": "no high impact please",
+    }
+    assert _read("session_length", "45 min, and avoid kneeling") == {
+        "session_length": "45 min",
+        "exercise_preferences": "avoid kneeling",
+    }
