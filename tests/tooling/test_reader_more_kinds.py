@@ -130,3 +130,14 @@ def test_a_movement_ruled_out_is_an_exercise_preference() -> None:
         "session_length": "45 min",
         "exercise_preferences": "avoid kneeling",
     }
+
+
+# What the client stopped is not what they do now, and a "so" that opens what they do instead starts
+# a part of its own ([words] so_opens; [items.current_activity] and [items.equipment] unless).
+def test_an_activity_stopped_gives_way_to_the_one_after_so() -> None:
+    assert _read("current_activity", "I gave up running so it's just pilates these days") == {
+        "current_activity": "I gave up running so it's just pilates these days"
+    }
+    said = "I quit the gym in May so now it is mostly swimming"
+    assert _read("current_activity", said) == {"current_activity": said}
+    assert _read("current_activity", "I stopped cycling") == {}

@@ -105,10 +105,12 @@ SPELLER = Speller.of(
 
 
 # Where a message is cut into parts; not before a part that only compares with the one before it
-# ("30-45 mins, more on sundays" is one cooking time, not a cooking time and training days).
+# ("30-45 mins, more on sundays" is one cooking time, not a cooking time and training days). A "so"
+# that opens what follows from the part before starts a part ("I stopped spin so it's just yoga now").
 _CLAUSE_BREAK = re.compile(
     rf"[,.;!?]+(?!\s*(?:{_WORDS['comparative']})\b)\s*"
-    r"|\s+(?:and|but|though|although|plus|also|btw|by the way|except)\b\s*|\s*(?:—|–|\s-\s)\s*",
+    r"|\s+(?:and|but|though|although|plus|also|btw|by the way|except)\b\s*|\s*(?:—|–|\s-\s)\s*"
+    rf"|\s+so\s+(?=(?:{_WORDS['so_opens']})\b)",
     re.I,
 )
 _GREETING = re.compile(rf"(?<![\w])(?:{_WORDS['greeting']})(?![\w])", re.IGNORECASE)
