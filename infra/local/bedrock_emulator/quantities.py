@@ -28,7 +28,10 @@ _LEADS_ELSEWHERE = re.compile(
     r"\s+(?:about\s+|around\s+|roughly\s+|maybe\s+)?$",
     re.IGNORECASE,
 )
-_SAID_AS_AGE = r"\b(?:i(?:'|’| a)?m|age[d:]?|age is|turning|turned)\s*(?:now\s+|turning\s+|only\s+|just\s+|:\s*)?"
+_SAID_AS_AGE = (
+    r"\b(?:i(?:'|’| a)?m|age[d:]?|age is|turning|turned)\s*"
+    r"(?:now\s+|turning\s+|only\s+|just\s+|actually\s+|really\s+|:\s*)?"  # "I'm actually 35"
+)
 # Per kind, the shapes of its quantity; the group `q` is the part's words.
 PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
     kind: tuple(re.compile(shape, re.IGNORECASE) for shape in shapes)

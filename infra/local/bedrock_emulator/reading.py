@@ -16,10 +16,10 @@ import tomllib
 from bisect import bisect_right
 from collections.abc import Collection
 from dataclasses import dataclass
-from difflib import get_close_matches
 from pathlib import Path
 
 from infra.local.bedrock_emulator import quantities
+from infra.local.bedrock_emulator.spelling import Speller, plain_words
 
 _TABLE = tomllib.loads(Path(__file__).with_name("reading.toml").read_text(encoding="utf-8"))
 _WORDS: dict[str, str] = {}
@@ -86,8 +86,32 @@ _NEWS = {
 # What kind of message it is (a question, an answer put off, a correction ...), and word lists.
 KINDS = {name: re.compile(_pattern(written), re.IGNORECASE) for name, written in _TABLE["kinds"].items()}
 SETS = {name: frozenset(words.split()) for name, words in _TABLE["sets"].items()}
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [text for inner in value.values() for text in _strings(inner)]
+    return [value] if isinstance(value, str) else []
+
+
+# Typos and shorthand (spelling.py): the words often mistyped, every plain word of the word lists
+# an answer names things by, and the words the table reads, which are no typo.
+SPELLER = Speller.of(
+    SETS["spellings"],
+    plain_words(_TABLE["words"][name] for name in ("body", "kit", "exercise")),
+    frozenset(re.findall(r"[a-z]{3,}", " ".join(_strings(_TABLE)).lower())),
+    _TABLE["shorthand"],
+)
+
+
+# Where a message is cut into parts; not before a part that only compares with the one before it
+# ("30-45 mins, more on sundays" is one cooking time, not a cooking time and training days). A "so"
+# that opens what follows from the part before starts a part ("I stopped spin so it's just yoga now").
 _CLAUSE_BREAK = re.compile(
-    r"[,.;!?]+\s*|\s+(?:and|but|though|although|plus|also|btw|by the way|except)\b\s*|\s*(?:—|–|\s-\s)\s*", re.I
+    rf"[,.;!?]+(?!\s*(?:{_WORDS['comparative']})\b)\s*"
+    r"|\s+(?:and|but|though|although|plus|also|btw|by the way|except)\b\s*|\s*(?:—|–|\s-\s)\s*"
+    rf"|\s+so\s+(?=(?:{_WORDS['so_opens']})\b)",
+    re.I,
 )
 _GREETING = re.compile(rf"(?<![\w])(?:{_WORDS['greeting']})(?![\w])", re.IGNORECASE)
 _NOT_WORDS = re.compile(r"[\W_]+", re.UNICODE)
@@ -105,7 +129,6 @@ _NAMED = {  # per item, compiled once: a message is read part by part
 # The items whose answer is several quantities, each known by its unit (quantities.py): a
 # correction changes the parts it gives and adds those the answer lacks.
 _PARTS = frozenset({"age_and_body"})
-_WORD = re.compile(r"[A-Za-z]{5,}")
 _READ_CHARS = 1000  # a pasted page is read by its beginning (where its answers are), and read fast
 
 
@@ -159,10 +182,12 @@ def _answer_shaped(text: str) -> bool:
 def plain(text: str) -> str:
     """The message as it is read, each rule a kind of answer ([kinds] in reading.toml): a range is
     one range whatever its dash ("5–6" -> "5-6"), hedge marks and filler words are left out
-    ("kinda beginner tbh lol" -> "beginner", "intermediate-ish" -> "intermediate"), and "like" too
-    where it is no verb ("I jog like twice a week" -> "I jog twice a week"; "I like running" stays)."""
+    ("kinda beginner tbh lol" -> "beginner", "intermediate-ish" -> "intermediate"), a qualifier after
+    an answer too ("3 or 4 depending on work" -> "3 or 4"), and "like" where it is no verb ("I jog
+    like twice a week" -> "I jog twice a week"; "I like running" stays)."""
     text = KINDS["range_dash"].sub("-", text)
     text = KINDS["hedge_mark"].sub("", text)
+    text = KINDS["qualifier"].sub("", text)
     text = KINDS["filler_words"].sub("", text)
     return " ".join(_LIKE.sub(lambda m: "" if _filler_like(text, m) else m[0], text).split())
 
@@ -203,15 +228,6 @@ def says_nothing(text: str) -> bool:
     return not any(character.isalnum() for character in text)
 
 
-def _spelled(text: str) -> str:
-    def fix(match: re.Match[str]) -> str:
-        word = match.group(0)
-        close = get_close_matches(word.lower(), SETS["spellings"], n=1, cutoff=0.8)
-        return close[0] if close and close[0][0] == word[0].lower() and close[0] != word.lower() else word
-
-    return _WORD.sub(fix, text)
-
-
 def named_items(text: str, among: Collection[str]) -> list[str]:
     """The items among `among` that `text` names ("my training time", "what's my goal?"), the
     longest naming first ("training days" over "days")."""
@@ -237,6 +253,11 @@ def _clauses(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in [*bounds, (start, len(text))] if b > a]
 
 
+def _after_leads(text: str, clauses: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Each part without the words that lead into it: "actually make that 5" answers as "5" does."""
+    return [(a + (m.end() if (m := KINDS["lead"].match(text[a:b])) else 0), b) for a, b in clauses]
+
+
 def _candidates(text: str, fields: Collection[str], asked: str | None) -> list[_Span]:
     clauses = _clauses(text)
     starts = [a for a, _ in clauses]
@@ -245,9 +266,11 @@ def _candidates(text: str, fields: Collection[str], asked: str | None) -> list[_
     for field in fields:
         item = ITEMS[field]
         found = [(m.start(), m.end(), m[0]) for m in item.says.finditer(text, 0, _READ_CHARS)]
-        if field == asked and item.asked is not None:  # part by part: ^ and $ are a part's ends
+        if field == asked and item.asked is not None:  # part by part: ^ and $ are a part's ends, after its lead
             found += [
-                (a + m.start(), a + m.end(), m[0]) for a, b in clauses[:50] for m in item.asked.finditer(text[a:b])
+                (a + m.start(), a + m.end(), m[0])
+                for a, b in _after_leads(text, clauses[:50])
+                for m in item.asked.finditer(text[a:b])
             ]
         for a, b in clauses[:50]:  # a part that names the item answers it ("my main goal is now a half marathon"),
             if any(a <= start < b for start, _, _ in found):  # when nothing in it reads as an answer already
@@ -310,7 +333,7 @@ def read(text: str, asked: str | None, open_items: Collection[str], known: Colle
     words are news); when the message names items, only those. It is read
     plain (hedge marks and filler words left out), and a question it asks before its answer is
     set aside ("how do you want reminders? whatever, text me" -> "whatever, text me")."""
-    text = " ".join(s for s in _sentences(_spelled(plain(text))) if not (s.endswith("?") and _asks(s)))
+    text = " ".join(s for s in _sentences(SPELLER.spelled(plain(text))) if not (s.endswith("?") and _asks(s)))
     fresh = [f for f in {*open_items, *([asked] if asked else [])} if f in ITEMS]
     spans = _candidates(text, fresh, asked)
     if KINDS["correction"].search(text) is not None or not spans:
