@@ -31,8 +31,12 @@ UNSEEN = DATA / "coach_phrases_unseen.yaml"  # written after the reader, to see 
 # Hedges, ranges, bare counts, health words, filler: written before the reader read them.
 FRESH = DATA / "coach_phrases_fresh.yaml"
 # Written by someone who read neither the reader nor its tests, measured once blind (81 of 100, 2
-# misfiled), then taught from by kind of answer: no longer held out (docs/local-development.md).
+# misfiled), then taught from by kind of answer, so it is a set the reader knows (docs/local-development.md).
 HOLDOUT = DATA / "coach_phrases_holdout.yaml"
+# Written the same way after that, and never taught from: what the reader does on answers nobody
+# tuned it on. Its floor sits just under its measurement (100 of 120, 2 misfiled), below the goal,
+# and docs/local-development.md says so; a change that loses ground on it fails here.
+BLIND = DATA / "coach_phrases_blind.yaml"
 EXACT_GOAL = 0.95
 KIND_FLOOR = 0.85
 # Per set: the share it must file exactly right, the misfiled it may have, whether each kind of
@@ -42,6 +46,7 @@ GOALS = {
     UNSEEN: (EXACT_GOAL, 0, True),
     FRESH: (EXACT_GOAL, 0, True),
     HOLDOUT: (EXACT_GOAL, 0, True),
+    BLIND: (0.83, 2, False),
 }
 STEP_OF = {field.key: step for step in ONBOARDING_ORDER for field in STEP_PROMPTS[step].fields}
 ORDER = list(STEP_OF)
@@ -122,7 +127,7 @@ def exactly_right(phrase: Phrase, found: Mapping[str, str]) -> bool:
     return True
 
 
-@pytest.mark.parametrize("path", list(GOALS), ids=["phrases", "unseen", "fresh", "holdout"])
+@pytest.mark.parametrize("path", list(GOALS), ids=["phrases", "unseen", "fresh", "holdout", "blind"])
 def test_the_phrase_set_is_filed_where_it_belongs(path: Path) -> None:
     exact_goal, misfiled_at_most, every_kind = GOALS[path]
     known, phrases = _phrases(path)
