@@ -210,9 +210,11 @@ async def test_a_failed_recall_leaves_the_turn_to_go_on_without_it(
     vector_index: S3VectorsStandIn, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
     fault: str, reason: str,
 ) -> None:  # fmt: skip
-    settings = recall_settings.model_copy(update={"recall_timeout_s": 0.3})
-    stored_earlier(dynamodb, settings, "u")
-    index_stored(settings, store, "u")
+    # A slow fault is cut at 0.3 s; a failing call gets time to fail, or a busy machine makes it a timeout.
+    timeout_s = 0.3 if fault.startswith("slow") else 10.0
+    settings = recall_settings.model_copy(update={"recall_timeout_s": timeout_s})
+    stored_earlier(dynamodb, recall_settings, "u")  # stored and indexed before the fault, at the usual timeouts
+    index_stored(recall_settings, store, "u")
     if fault == "index":
         vector_index.fail_next(1)
     elif fault == "embedding":
