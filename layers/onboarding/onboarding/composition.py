@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from mypy_boto3_appconfigdata import AppConfigDataClient
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from onboarding.checkins.outreach import CheckInService
+    from onboarding.checkins.timetable import CheckInTimetable
     from onboarding.recall.indexer import MessageIndexer
     from onboarding.recall.recaller import Recaller
     from onboarding.rollout import MemoryFlags
@@ -95,6 +97,46 @@ def build_indexer(settings: Settings) -> "MessageIndexer":
 
     store = build_repositories(settings)
     return MessageIndexer(build_embeddings(settings), index, store.conversations, settings.recall)
+
+
+def build_timetable(settings: Settings) -> "CheckInTimetable | None":
+    """The users' check-in schedules (EventBridge Scheduler), or None when the settings name no
+    schedule group. The client is made at the first schedule change, not on the cold path."""
+    group, target, role = settings.check_in_schedule_group, settings.check_in_function_arn, settings.check_in_role_arn
+    if not group:
+        return None
+    if not (target and role):
+        raise ValueError("CHECK_IN_SCHEDULE_GROUP needs CHECK_IN_FUNCTION_ARN and CHECK_IN_ROLE_ARN")
+    from onboarding.checkins.timetable import CheckInTimetable
+
+    def connect() -> Any:
+        config = Config(
+            retries={"mode": "standard", "total_max_attempts": settings.dynamodb_max_attempts},
+            connect_timeout=settings.dynamodb_connect_timeout_s,
+            read_timeout=settings.dynamodb_read_timeout_s,
+        )
+        return boto3.client("scheduler", region_name=settings.region, config=config)
+
+    return CheckInTimetable(connect, group, target, role, settings.check_in_window_minutes)
+
+
+def build_check_ins(
+    settings: Settings,
+    store: Repositories,
+    llm: "BaseChatModel | None" = None,
+    sender: "SmsSender | None" = None,
+    from_number: str | None = None,
+) -> "CheckInService":
+    """The check-ins: with `llm`, one that writes them (the CheckInFunction); without, one that
+    keeps the schedules only (the functions that save answers, erase and link)."""
+    from onboarding.checkins.outreach import CheckInService
+
+    agent = None
+    if llm is not None:
+        from onboarding.agents.check_in import CheckInAgent
+
+        agent = CheckInAgent(llm, settings.check_in_max_chars)
+    return CheckInService(store, agent, settings, build_timetable(settings), sender, from_number)
 
 
 def build_orchestrator(
