@@ -15,18 +15,24 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from langchain_core.language_models import BaseChatModel
 from urllib3.response import HTTPResponse
 
+from onboarding.account import AccountService
 from onboarding.agents.check_in import CheckInAgent
+from onboarding.breaker import CircuitBreaker
 from onboarding.checkins.cadence import Cadence
 from onboarding.checkins.outreach import CheckInService
 from onboarding.checkins.timetable import CheckInTimetable, schedule_name
 from onboarding.composition import build_check_ins, build_timetable
 from onboarding.config import Settings
+from onboarding.linking import PhoneLinking
 from onboarding.model.answers import Answer
 from onboarding.model.errors import TurnInProgressError
 from onboarding.model.messages import Message
 from onboarding.model.profile import UserProfile
 from onboarding.model.state import OnboardingAgentType, OnboardingState
+from onboarding.model.users import PhoneOwner
 from onboarding.persistence import Repositories
+from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
+from onboarding.turn.service import TurnService
 from tests.support.seed import commit, save_profile, save_state
 from tests.support.setting_effects import observes
 from tests.unit.conftest import TABLE
@@ -283,3 +289,87 @@ async def test_the_quiet_hours_and_the_length_are_the_settings(
     assert (await service.fire(USER, "2026-10-19T20:30:00Z")).status == "sent"
     [(_, _, body)] = texts.sent
     assert len(body) <= 60
+
+
+@pytest.fixture
+def account_keeping_schedules(store: Repositories, settings: Settings, check_ins: CheckInService) -> AccountService:
+    return AccountService(store, settings, None, check_ins)
+
+
+@pytest.fixture
+def scheduled(dynamodb: Any, store: Repositories, check_ins: CheckInService) -> None:
+    """The user with their check-in schedule made from their answers."""
+    seed_user(dynamodb, store)
+    check_ins.replan_stored(USER)
+
+
+@pytest.mark.usefixtures("scheduled")
+def test_stop_pauses_the_schedule_and_start_resumes_it(
+    store: Repositories, settings: Settings, timetable: CheckInTimetable, account_keeping_schedules: AccountService
+) -> None:
+    linking = PhoneLinking(store, settings, account_keeping_schedules)
+    linking.set_opted_out(PHONE, True)  # what the intake does with STOP
+    found = timetable.find(USER)
+    assert found is not None
+    assert found.paused
+    linking.set_opted_out(PHONE, False)  # START
+    found = timetable.find(USER)
+    assert found is not None
+    assert not found.paused
+
+
+@pytest.mark.usefixtures("scheduled")
+def test_an_erase_deletes_the_schedule_and_its_answer_counts_it(
+    timetable: CheckInTimetable, account_keeping_schedules: AccountService
+) -> None:
+    report = account_keeping_schedules.erase(USER)
+    assert report.check_in_schedules == 1
+    assert timetable.find(USER) is None
+    assert account_keeping_schedules.erase(USER).check_in_schedules == 0
+
+
+@pytest.mark.usefixtures("scheduled")
+def test_a_link_moves_the_schedule_to_the_app_user(
+    store: Repositories,
+    settings: Settings,
+    check_ins: CheckInService,
+    timetable: CheckInTimetable,
+    account_keeping_schedules: AccountService,
+) -> None:
+    """The phone's SMS-only user had the schedule; once the phone's memory joins the app user's
+    (a link's merge), the app user has it, paused as it was, and the phone user none."""
+    check_ins.pause(USER)
+    linking = PhoneLinking(store, settings, account_keeping_schedules)
+    linking.finish_merge(PhoneOwner(PHONE, "app-user-2", opted_out=False, merge_from=USER))
+    assert timetable.find(USER) is None
+    moved = timetable.find("app-user-2")
+    assert moved is not None
+    assert moved.paused
+    assert moved.cadence == Cadence((0,), clock_time(9, 0), "Europe/Berlin", "sms")
+
+
+async def test_a_turn_that_saves_the_check_ins_answer_makes_the_schedule(
+    dynamodb: Any,
+    store: Repositories,
+    orchestrator: OnboardingAgentOrchestrator,
+    settings: Settings,
+    check_ins: CheckInService,
+    timetable: CheckInTimetable,
+) -> None:
+    context = {
+        "scheduling": _answers(training_days="Mon, Wed, Fri", training_time="6pm", timezone="Europe/Berlin"),
+    }
+    state = OnboardingState(current_agent=OnboardingAgentType.SCHEDULING, agent_context=context)
+    save_state(dynamodb, TABLE, USER, state)
+    service = TurnService(
+        orchestrator,
+        store,
+        CircuitBreaker(settings.breaker),
+        store_breaker=CircuitBreaker(settings.store_breaker, name="store"),
+        check_ins=check_ins,
+    )
+    turn = await service.start_turn(USER, "weekly by SMS, Monday mornings")
+    await turn.collect()
+    found = timetable.find(USER)
+    assert found is not None
+    assert found.cadence == Cadence((0,), clock_time(9, 0), "Europe/Berlin", "sms")

@@ -156,6 +156,7 @@ def create_app(service: TurnService, account: AccountService, primer: Primer | N
             dedupe_records=report.dedupe_records,
             link_codes=report.link_codes,
             other_items=report.other_items,
+            check_in_schedules=report.check_in_schedules,
         )
         return ErasureResponse(
             deleted=deleted, total=report.total, kept=KeptCounts(rate_counters=report.kept_rate_counters)

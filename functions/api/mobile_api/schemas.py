@@ -70,6 +70,7 @@ class DeletedCounts(CamelModel):
     dedupe_records: int = Field(description="Records of which message a client or SMS message id produced.")
     link_codes: int = Field(description="Phone-link codes not used yet.")
     other_items: int
+    check_in_schedules: int = Field(default=0, description="The user's check-in schedule (EventBridge Scheduler).")
 
 
 class KeptCounts(CamelModel):

@@ -205,11 +205,17 @@ def build_turn_service(
         store_breaker=CircuitBreaker(settings.store_breaker, name="store"),
         flags=build_memory_flags(settings).for_user,
         recaller=recaller or build_recaller(settings, getattr(llm, "client", None)),
+        check_ins=build_check_ins(settings, store) if settings.check_in_schedule_group else None,
     )
 
 
 def build_account(settings: Settings, store: Repositories) -> AccountService:
-    return AccountService(store, settings, build_vector_index(settings))
+    return AccountService(store, settings, build_vector_index(settings), _schedules(settings, store))
+
+
+def _schedules(settings: Settings, store: Repositories) -> "CheckInService | None":
+    """What an erase, a link or a STOP changes of the user's check-in schedule (None: no schedules)."""
+    return build_check_ins(settings, store) if settings.check_in_schedule_group else None
 
 
 def sms_intake(
@@ -219,26 +225,32 @@ def sms_intake(
     index: VectorIndex | None = None,
     clock: Callable[[], float] = time.time,
     new_user_id: Callable[[], str] = new_sms_user_id,
+    check_ins: "CheckInService | None" = None,
 ) -> "SmsIntake":
     """The webhook's intake over `store`, wired as the webhook runs it: the phone's service and the
-    account's (whose erase takes the user's vectors from `index` too)."""
+    account's (whose erase takes the user's vectors from `index` too, and their check-in schedule
+    from `check_ins`, which STOP pauses and a link moves)."""
     from onboarding.linking import PhoneLinking
     from onboarding.sms.intake import SmsIntake
 
-    account = AccountService(store, limits, index)
+    account = AccountService(store, limits, index, check_ins)
     linking = PhoneLinking(store, limits, account, new_user_id, clock)
     return SmsIntake(linking, account, queue, limits, clock)
 
 
 def sms_responder(
-    service: "TurnService", store: Repositories, sender: "SmsSender", index: VectorIndex | None = None
+    service: "TurnService",
+    store: Repositories,
+    sender: "SmsSender",
+    index: VectorIndex | None = None,
+    check_ins: "CheckInService | None" = None,
 ) -> "SmsResponder":
     """The worker's responder, wired as the worker runs it: the turn service, the phone's service
     (and the account's, for a pending merge's erase) and Twilio's sender."""
     from onboarding.linking import PhoneLinking
     from onboarding.sms.responder import SmsResponder
 
-    linking = PhoneLinking(store, service.limits, AccountService(store, service.limits, index))
+    linking = PhoneLinking(store, service.limits, AccountService(store, service.limits, index, check_ins))
     return SmsResponder(service, linking, sender)
 
 
@@ -322,7 +334,9 @@ def build_webhook(settings: Settings, sms: WebhookSettings) -> WebhookParts:
     client = _table_client(settings)
     queue = TurnQueue(boto3.client("sqs", region_name=settings.region), sms.queue_url)
     repositories = Repositories.over(client, settings.table_name, settings)
-    intake = sms_intake(repositories, queue, settings, build_vector_index(settings))
+    intake = sms_intake(
+        repositories, queue, settings, build_vector_index(settings), check_ins=_schedules(settings, repositories)
+    )
     return WebhookParts(intake, _idempotency_layer(sms.idempotency_table_name, client))
 
 
@@ -347,5 +361,5 @@ def build_worker(settings: Settings, sms: WorkerSettings) -> WorkerParts:
         sms.twilio_timeout_s,
     )
     service = build_turn_service(settings, store, llm, recaller)
-    responder = sms_responder(service, store, sender, build_vector_index(settings))
+    responder = sms_responder(service, store, sender, build_vector_index(settings), _schedules(settings, store))
     return WorkerParts(responder, primer, _idempotency_layer(sms.idempotency_table_name, client))

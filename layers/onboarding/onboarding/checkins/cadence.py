@@ -18,6 +18,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from onboarding.config import QuietHours
 
 Channel = Literal["sms", "app"]
+# The scheduling answers a schedule is read from: a change of any of them makes it again.
+SCHEDULE_ITEMS = ("check_ins", "training_days", "training_time", "timezone")
 # The cron expression's names of the weekdays, Monday first (datetime.weekday's order).
 DAY_NAMES = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
 _DAY_WORDS = {

@@ -17,12 +17,11 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo
 
 from aws_lambda_powertools import Logger
 
-from onboarding.agents.check_in import CheckInAgent
 from onboarding.audit import Caller, context_counts, record_access
 from onboarding.checkins.cadence import Cadence, read_cadence
 from onboarding.checkins.timetable import CheckInTimetable, Scheduled, ScheduleError
@@ -33,8 +32,11 @@ from onboarding.model.errors import RateLimitedError, TurnInProgressError, UserE
 from onboarding.model.history import TurnContext
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import check_in_id
-from onboarding.sms.sender import RecipientOptedOutError, SmsSender, UndeliverableError
 from onboarding.sms.split import split_message
+
+if TYPE_CHECKING:
+    from onboarding.agents.check_in import CheckInAgent
+    from onboarding.sms.sender import SmsSender
 
 logger = Logger(child=True)
 
@@ -59,10 +61,10 @@ class CheckInService:
     def __init__(
         self,
         store: Repositories,
-        agent: CheckInAgent | None,
+        agent: "CheckInAgent | None",
         limits: Limits,
         timetable: CheckInTimetable | None = None,
-        sender: SmsSender | None = None,
+        sender: "SmsSender | None" = None,
         from_number: str | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
@@ -157,6 +159,9 @@ class CheckInService:
         if self._sender is None or self._from is None:
             logger.warning("Check-in by SMS stored, but no SMS sender is configured")
             return 0
+        # Twilio's SDK is in the SMS functions' layer only: imported where a text is sent.
+        from onboarding.sms.sender import RecipientOptedOutError, UndeliverableError
+
         parts = split_message(text)
         for sent, part in enumerate(parts):
             try:
