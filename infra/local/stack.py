@@ -254,6 +254,7 @@ class LocalStack:
             "AWS_ENDPOINT_URL_APPCONFIGDATA": self.appconfig.url,
             "AWS_ENDPOINT_URL_S3VECTORS": self.s3vectors.url,
             "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": self.dynamodb.url,
+            "AWS_ENDPOINT_URL_SCHEDULER": self.dynamodb.url,
             "TWILIO_API_BASE_URL": self.twilio.url,
             # As deployed: the webhook reads its URL from its parameter, the flags come from AppConfig.
             "TWILIO_WEBHOOK_URL": None,
@@ -467,6 +468,8 @@ class LocalStack:
         ssm.put_parameter(Name=token_parameter, Value=self.twilio.auth_token, Type="SecureString", Overwrite=True)
         webhook_parameter = deployment.resolve({"Ref": "TwilioWebhookUrlParameter"})
         ssm.put_parameter(Name=webhook_parameter, Value=self.webhook_url, Type="String", Overwrite=True)
+        group = deployment.resolve({"Ref": "CheckInScheduleGroup"})
+        self.operator_client("scheduler").create_schedule_group(Name=group)
 
     def _stream_arn(self) -> str | None:
         table = self.operator_client().describe_table(TableName=self.table_name)["Table"]

@@ -7,14 +7,18 @@ import json
 import time
 from datetime import UTC, datetime
 from datetime import time as clock_time
+from pathlib import Path
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from langchain_core.language_models import BaseChatModel
 from urllib3.response import HTTPResponse
 
+from functions.api.mobile_api.routes import create_app
+from infra.local.lambda_runner import LocalLambdaContext
 from onboarding.account import AccountService
 from onboarding.agents.check_in import CheckInAgent
 from onboarding.breaker import CircuitBreaker
@@ -36,6 +40,7 @@ from onboarding.turn.service import TurnService
 from tests.support.seed import commit, save_profile, save_state
 from tests.support.setting_effects import observes
 from tests.unit.conftest import TABLE
+from tests.unit.test_api import identity
 
 USER, PHONE, OURS = "app-user-1", "+15550001111", "+15559990000"
 GROUP = "check-ins"
@@ -373,3 +378,47 @@ async def test_a_turn_that_saves_the_check_ins_answer_makes_the_schedule(
     found = timetable.find(USER)
     assert found is not None
     assert found.cadence == Cadence((0,), clock_time(9, 0), "Europe/Berlin", "sms")
+
+
+@pytest.mark.usefixtures("scheduled")
+async def test_get_check_ins_gives_the_schedule_and_the_next_time(
+    service: TurnService, account_keeping_schedules: AccountService, check_ins: CheckInService
+) -> None:
+    transport = httpx.ASGITransport(app=create_app(service, account_keeping_schedules))
+    async with httpx.AsyncClient(transport=transport, base_url="http://api.local") as http:
+        response = await http.get("/check-ins", headers=identity(USER))
+        nobody = await http.get("/check-ins", headers=identity("someone-else"))
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "scheduled": True,
+        "days": ["MON"],
+        "at": "09:00",
+        "timeZone": "Europe/Berlin",
+        "channel": "sms",
+        "paused": False,
+        "nextAt": "2026-10-26T09:00:00+01:00",  # after FIRED, in winter time
+    }
+    assert nobody.json()["scheduled"] is False
+
+
+def test_the_function_fires_the_check_in_its_event_names(
+    dynamodb: Any, store: Repositories, check_ins: CheckInService, texts: Texts
+) -> None:
+    seed_user(dynamodb, store)
+    from functions.check_in.app import make_handler  # its import builds the function's own service
+
+    made = make_handler(check_ins)
+
+    def handler(event: dict[str, Any], context: LocalLambdaContext) -> dict[str, Any]:
+        return made(event, context)  # type: ignore[arg-type]  # the local stand-in of Lambda's context
+
+    event = json.loads((Path(__file__).parents[2] / "events" / "check_in.json").read_text())
+    answer = handler(
+        event | {"user_id": USER}, LocalLambdaContext(function_name="CheckInFunction", aws_request_id="req-check-in-1")
+    )
+    assert answer == {"status": "sent", "parts": 1}
+    assert handler(
+        event | {"user_id": USER}, LocalLambdaContext(function_name="CheckInFunction", aws_request_id="req-check-in-1")
+    ) == {"status": "already_sent", "parts": 0}
+    with pytest.raises(ValueError, match="fire_time"):
+        handler({"user_id": USER}, LocalLambdaContext(function_name="CheckInFunction", aws_request_id="req-check-in-1"))

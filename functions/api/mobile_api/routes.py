@@ -19,6 +19,7 @@ from fastapi.sse import EventSourceResponse
 
 from onboarding.account import AccountService
 from onboarding.audit import Caller
+from onboarding.checkins.cadence import DAY_NAMES
 from onboarding.snapstart import Primer
 from onboarding.turn.service import TurnService
 
@@ -29,6 +30,7 @@ from .schemas import (
     SSE_DESCRIPTION,
     ChatReply,
     ChatRequest,
+    CheckInsResponse,
     DeletedCounts,
     ErasureResponse,
     HistoryMessage,
@@ -144,6 +146,23 @@ def create_app(service: TurnService, account: AccountService, primer: Primer | N
     @app.get("/phones", dependencies=authenticated, responses=ERRORS, summary="Phones linked to the user")
     def phones(user_id: User) -> PhonesResponse:
         return PhonesResponse(phones=list(account.phones(user_id)))
+
+    @app.get("/check-ins", dependencies=authenticated, responses=ERRORS, summary="The user's check-in schedule")
+    def check_ins(user_id: User) -> CheckInsResponse:
+        found = account.check_in_schedule(user_id)
+        if found is None:
+            return CheckInsResponse(scheduled=False)
+        scheduled, next_at = found
+        cadence = scheduled.cadence
+        return CheckInsResponse(
+            scheduled=True,
+            days=[DAY_NAMES[day] for day in cadence.days],
+            at=f"{cadence.at:%H:%M}",
+            time_zone=cadence.timezone,
+            channel=cadence.channel,
+            paused=scheduled.paused,
+            next_at=next_at.isoformat() if next_at is not None else None,
+        )
 
     @app.delete("/me", dependencies=authenticated, responses=ERRORS, summary="Erase everything stored for the user")
     def erase_me(user_id: User) -> ErasureResponse:

@@ -30,7 +30,10 @@ from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from onboarding.checkins.outreach import CheckInService
+    from onboarding.checkins.timetable import Scheduled
 
 logger = Logger(child=True)
 
@@ -83,6 +86,12 @@ class AccountService:
         counts = {**erasure_counts(report), "vectors": vectors}
         record_access(caller or Caller.function("erase"), user_id, counts, access="erase")
         return report
+
+    def check_in_schedule(self, user_id: str) -> "tuple[Scheduled, datetime | None] | None":
+        """The user's check-in schedule and its next time (None when paused), or None without one."""
+        if self.check_ins is None or (scheduled := self.check_ins.scheduled(user_id)) is None:
+            return None
+        return scheduled, self.check_ins.next_time(scheduled)
 
     def erased_mark(self, user_id: str) -> ErasedMark | None:
         """When `user_id` was last erased, and whom their memory joined if a link's merge was why."""

@@ -15,7 +15,7 @@ import boto3
 from botocore.config import Config
 
 from onboarding.account import AccountService
-from onboarding.config import Limits, Settings, WebhookSettings, WorkerSettings
+from onboarding.config import CheckInSettings, Limits, Settings, WebhookSettings, WorkerSettings
 from onboarding.model.users import new_sms_user_id
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
@@ -349,17 +349,39 @@ class WorkerParts(NamedTuple):
 def build_worker(settings: Settings, sms: WorkerSettings) -> WorkerParts:
     """The worker's responder (the turn service, the phone directory and Twilio's sender) and the
     primer its SnapStart hooks call."""
-    from onboarding.sms.sender import TwilioSender, prime_twilio
+    from onboarding.sms.sender import prime_twilio
 
     client, store, llm, recaller, primer = _model_parts(settings, also=prime_twilio)
+    sender = _twilio_sender(sms.twilio_account_sid, sms.twilio_auth_token_parameter, sms)
+    service = build_turn_service(settings, store, llm, recaller)
+    responder = sms_responder(service, store, sender, build_vector_index(settings), _schedules(settings, store))
+    return WorkerParts(responder, primer, _idempotency_layer(sms.idempotency_table_name, client))
+
+
+def _twilio_sender(account_sid: str, token_parameter: str, sms: "WorkerSettings | CheckInSettings") -> "SmsSender":
+    """Twilio's sender, its auth token read from SSM (cached, so a rotation needs no redeploy)."""
+    from onboarding.sms.sender import TwilioSender
+
     parameters = build_parameters()
-    sender = TwilioSender(
-        sms.twilio_account_sid,
-        lambda: twilio_auth_token(parameters, sms.twilio_auth_token_parameter, sms.parameter_max_age_s),
+    return TwilioSender(
+        account_sid,
+        lambda: twilio_auth_token(parameters, token_parameter, sms.parameter_max_age_s),
         sms.twilio_api_base_url,
         sms.twilio_send_attempts,
         sms.twilio_timeout_s,
     )
-    service = build_turn_service(settings, store, llm, recaller)
-    responder = sms_responder(service, store, sender, build_vector_index(settings), _schedules(settings, store))
-    return WorkerParts(responder, primer, _idempotency_layer(sms.idempotency_table_name, client))
+
+
+def build_check_in_function(settings: Settings, sms: CheckInSettings) -> "CheckInService":
+    """The CheckInFunction's service: the table, the model (the check-in agent's) and, when the
+    settings name a Twilio account, its sender. It changes no schedule itself."""
+    from onboarding.llm.bedrock import build_chat_model
+
+    sender = None
+    if sms.twilio_account_sid and sms.twilio_auth_token_parameter:
+        sender = _twilio_sender(sms.twilio_account_sid, sms.twilio_auth_token_parameter, sms)
+    store = build_repositories(settings)
+    llm = build_chat_model(settings)
+    return build_check_ins(
+        settings.model_copy(update={"check_in_schedule_group": None}), store, llm, sender, sms.twilio_from_number
+    )

@@ -24,11 +24,11 @@ from aws_lambda_powertools import Logger
 
 from onboarding.audit import Caller, context_counts, record_access
 from onboarding.checkins.cadence import Cadence, read_cadence
-from onboarding.checkins.timetable import CheckInTimetable, Scheduled, ScheduleError
+from onboarding.checkins.timetable import CheckInTimetable, Scheduled
 from onboarding.config import Limits
 from onboarding.metrics import count_metric
 from onboarding.model.answers import step_answers
-from onboarding.model.errors import RateLimitedError, TurnInProgressError, UserErasedError
+from onboarding.model.errors import RateLimitedError, ScheduleError, TurnInProgressError, UserErasedError
 from onboarding.model.history import TurnContext
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import check_in_id

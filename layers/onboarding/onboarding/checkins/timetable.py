@@ -16,14 +16,11 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from onboarding.checkins.cadence import DAY_NAMES, Cadence
+from onboarding.model.errors import ScheduleError
 
 # What EventBridge Scheduler puts in the input at each firing: the time the firing was due.
 FIRE_TIME = "<aws.scheduler.scheduled-time>"
 _NOT_FOUND = "ResourceNotFoundException"
-
-
-class ScheduleError(Exception):
-    """EventBridge Scheduler refused or could not be reached."""
 
 
 @dataclass(frozen=True)
