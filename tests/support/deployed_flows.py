@@ -369,11 +369,12 @@ def _at_midday_now() -> str:
     return "Etc/UTC" if offset == 0 else f"Etc/GMT{-offset:+d}"
 
 
-def _at_the_scheduling_step(stack: LocalStack, user_id: str) -> None:
-    """The user's plan, and the scheduling step with all but the check-ins answered (the operator's write)."""
+def at_the_scheduling_step(stack: LocalStack, user_id: str, **more: str) -> None:
+    """The user's plan, and the scheduling step with all but the check-ins answered, and `more`
+    (the operator's write)."""
     answers = {
         "workout_planning": {"exercise_preferences": "kettlebell swings"},
-        "scheduling": {"training_days": "Mon, Wed, Fri", "training_time": "6pm", "timezone": _at_midday_now()},
+        "scheduling": {"training_days": "Mon, Wed, Fri", "training_time": "6pm", "timezone": _at_midday_now(), **more},
     }
     context = {step: {key: Answer(value).stored() for key, value in items.items()} for step, items in answers.items()}
     state = OnboardingState(current_agent=OnboardingAgentType.SCHEDULING, agent_context=context)
@@ -394,7 +395,7 @@ def check_ins_in_the_app(stack: LocalStack) -> None:
     """An app user agrees check-ins in the app: a turn makes the schedule (passing the scheduler's
     role), GET /check-ins gives it, DELETE /me deletes it and counts it."""
     user = new_user()
-    _at_the_scheduling_step(stack, user)
+    at_the_scheduling_step(stack, user)
     chat(stack, user, "weekly by app, Monday evenings")
     found = HTTP.get(f"{stack.api_url}/check-ins", headers=bearer(user)).json()
     assert (found["scheduled"], found["channel"], found["days"], found["at"]) == (True, "app", ["MON"], "18:00"), found
@@ -413,7 +414,7 @@ def check_ins_by_sms(stack: LocalStack) -> None:
     store = Repositories.over(operator_table(stack), stack.table_name, Settings.from_env())
     owner = store.phones.find_owner(phone)
     assert owner is not None
-    _at_the_scheduling_step(stack, owner.user_id)
+    at_the_scheduling_step(stack, owner.user_id)
     text(stack, phone, "weekly by SMS, Monday mornings")
     replies_to(stack, phone, 2)
     assert _schedule_of(stack, owner.user_id) is not None, "the worker made the schedule"
