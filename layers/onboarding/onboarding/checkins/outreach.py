@@ -50,6 +50,15 @@ class CheckInOutcome:
     parts: int = 0
 
 
+def _time_of(fire_time: str) -> datetime | None:
+    """The firing's due time (Scheduler's `2026-11-30T08:00:00Z`), or None if it is not one."""
+    try:
+        at = datetime.fromisoformat(fire_time.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else None
+
+
 def cadence_of(loaded: TurnContext, limits: Limits) -> Cadence | None:
     """The schedule the stored scheduling answers describe (None if they describe none)."""
     answers = {key: answer.value for key, answer in step_answers(loaded.state.agent_context, "scheduling").items()}
@@ -96,7 +105,8 @@ class CheckInService:
         if cadence is None:
             logger.info("Check-in fired for a user whose answers describe no schedule; nothing sent")
             return CheckInOutcome("no_schedule")
-        local = now.astimezone(ZoneInfo(cadence.timezone))
+        # When it reaches the person: now, or the fire time where a local clock runs ahead.
+        local = max(now, _time_of(fire_time) or now).astimezone(ZoneInfo(cadence.timezone))
         if self._limits.quiet_hours.contains(local.time().replace(second=0, microsecond=0)):
             logger.info("Check-in fired in the user's quiet hours; nothing sent")
             count_metric("CheckInQuiet")
