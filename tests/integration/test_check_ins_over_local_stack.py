@@ -3,15 +3,20 @@ mornings" gets one check-in text every Monday at the agreed local time, across a
 change, in two time zones, with the local clock moved forward; each names the plan the memory
 holds, and a clock that passes no new firing sends nothing again."""
 
+import io
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from infra.chat import CHAT_FUNCTION, check_ins_later, converse
 from infra.local.check_in_clock import CheckInClock
+from infra.local.iam.identity import acting_as
 from infra.local.lambda_runner import invoke
 from infra.local.stack import LocalStack
+from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
 from tests.support.deployed_flows import at_the_scheduling_step, new_phone, operator_table, replies_to, text
@@ -61,3 +66,20 @@ def test_weekly_by_sms_on_monday_mornings_across_a_daylight_saving_change(
     assert invoke("CheckInFunction", mine[0][0].event)["status"] == "already_sent"
     assert clock.advance() == []
     assert len([sent for sent in stack.twilio.sent if sent.to == phone]) == 5
+
+
+def test_the_chat_moves_the_clock_on_and_the_check_in_arrives(stack: LocalStack) -> None:
+    """infra.chat's `/later`: the check-in agreed in the conversation arrives when the clock passes it."""
+    user = f"chat-{uuid.uuid4().hex[:8]}"
+    at_the_scheduling_step(stack, user)
+    out = io.StringIO()
+    with acting_as(CHAT_FUNCTION):
+        settings = Settings.from_env()
+        service = build_turn_service(settings, build_repositories(settings))
+        lines = ["weekly by app, Monday mornings", "/later 7d", "/later 2h"]  # a week holds one Monday
+        assert converse(service, user, lines, lambda: None, out, check_ins_later(user)) == 0
+    shown = out.getvalue().splitlines()
+    arrived = [line for line in shown if line.startswith("coach (check-in, Mon ")]
+    assert len(arrived) == 1, shown
+    assert "kettlebell swings" in arrived[0]
+    assert shown[-1] == "[no check-in in that time]"
