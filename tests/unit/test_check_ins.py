@@ -422,3 +422,19 @@ def test_the_function_fires_the_check_in_its_event_names(
     ) == {"status": "already_sent", "parts": 0}
     with pytest.raises(ValueError, match="fire_time"):
         handler({"user_id": USER}, LocalLambdaContext(function_name="CheckInFunction", aws_request_id="req-check-in-1"))
+
+
+@pytest.mark.usefixtures("scheduled")
+def test_the_console_shows_the_schedule_and_the_next_check_in(store: Repositories, check_ins: CheckInService) -> None:
+    from infra.console.views import memory_view
+
+    shown = memory_view(store, USER, personal=True, check_ins=check_ins).check_in
+    assert shown is not None
+    assert shown.schedule == "Mon at 09:00 (Europe/Berlin), by SMS"
+    assert not shown.paused
+    assert shown.next_at == datetime(2026, 10, 26, 8, 0, tzinfo=UTC)
+    check_ins.pause(USER)
+    paused = memory_view(store, USER, personal=True, check_ins=check_ins).check_in
+    assert paused is not None
+    assert (paused.paused, paused.next_at) == (True, None)
+    assert memory_view(store, "nobody", personal=True, check_ins=check_ins).check_in is None
