@@ -10,7 +10,7 @@ one (`advance`, infra.chat's `/later 1d`): every firing it passes is delivered, 
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -55,36 +55,33 @@ def firings_between(schedule: dict[str, Any], start: datetime, end: datetime) ->
     return found
 
 
+@dataclass
 class CheckInClock:
-    """The local scheduler's clock: real time plus however far it was moved on."""
+    """The local scheduler's clock: real time plus however far it was moved on. `scheduler`: a
+    client of moto's scheduler (the operator's); `fire`: invokes the function with a firing's event."""
 
-    def __init__(
-        self,
-        scheduler: Any,
-        group: str,
-        fire: Callable[[dict[str, Any]], Any],
-        real_now: Callable[[], datetime] = lambda: datetime.now(UTC),
-    ) -> None:
-        """`scheduler`: a client of moto's scheduler (the operator's); `fire`: invokes the function."""
-        self._scheduler = scheduler
-        self._group = group
-        self._fire = fire
-        self._real_now = real_now
-        self._ahead = timedelta(0)
-        self._last = real_now()
-        self._lock = threading.Lock()
+    scheduler: Any
+    group: str
+    fire: Callable[[dict[str, Any]], Any]
+    real_now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    _ahead: timedelta = field(default=timedelta(0), init=False)
+    _last: datetime = field(init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        self._last = self.real_now()
 
     def now(self) -> datetime:
-        return self._real_now() + self._ahead
+        return self.real_now() + self._ahead
 
     def schedules(self) -> list[dict[str, Any]]:
         """Every schedule of the group, as stored."""
         names = [
             found["Name"]
-            for page in self._scheduler.get_paginator("list_schedules").paginate(GroupName=self._group)
+            for page in self.scheduler.get_paginator("list_schedules").paginate(GroupName=self.group)
             for found in page["Schedules"]
         ]
-        return [self._scheduler.get_schedule(Name=name, GroupName=self._group) for name in names]
+        return [self.scheduler.get_schedule(Name=name, GroupName=self.group) for name in names]
 
     def next_firings(self) -> dict[str, datetime]:
         """Each enabled schedule's next firing after the clock's now, by schedule name."""
@@ -111,7 +108,7 @@ class CheckInClock:
                 if not due:
                     break
                 start = due[0].at  # every firing due at that time, each once
-                delivered += [(firing, self._fire(firing.event)) for firing in due if firing.at == start]
+                delivered += [(firing, self.fire(firing.event)) for firing in due if firing.at == start]
             self._last = end
             return delivered
 

@@ -15,7 +15,7 @@ phone's link) for the account's and the phone's services.
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo
@@ -66,25 +66,18 @@ def cadence_of(loaded: TurnContext, limits: Limits) -> Cadence | None:
     return read if isinstance(read, Cadence) else None
 
 
+@dataclass(frozen=True)
 class CheckInService:
-    def __init__(
-        self,
-        store: Repositories,
-        agent: "CheckInAgent | None",
-        limits: Limits,
-        timetable: CheckInTimetable | None = None,
-        sender: "SmsSender | None" = None,
-        from_number: str | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-    ) -> None:
-        """`agent` None: a service that only keeps schedules (the functions that save answers)."""
-        self._store = store
-        self._agent = agent
-        self._limits = limits
-        self._timetable = timetable
-        self._sender = sender
-        self._from = from_number
-        self._clock = clock
+    """A firing, and the schedules kept (`agent` None: a service that only keeps schedules, as the
+    functions that save answers, erase and link have)."""
+
+    store: Repositories
+    agent: "CheckInAgent | None"
+    limits: Limits
+    timetable: CheckInTimetable | None = None
+    sender: "SmsSender | None" = None
+    from_number: str | None = None
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     # --- a firing ---
 
@@ -92,22 +85,22 @@ class CheckInService:
         """Write, store and deliver the check-in due at `fire_time` (the schedule's own time, the
         firing's key). Raises TurnInProgressError while another delivery of the same firing is
         sending it (Lambda's retry comes back later)."""
-        earlier = await asyncio.to_thread(self._store.writes.stored_check_in, user_id, fire_time)
+        earlier = await asyncio.to_thread(self.store.writes.stored_check_in, user_id, fire_time)
         if earlier is not None:
             return await self._again(user_id, fire_time, earlier.delivered, earlier.reply_text or "")
-        now = self._clock()
+        now = self.clock()
         since_ms = int(now.timestamp() * 1000)
         loaded = await asyncio.to_thread(
-            self._store.conversations.load_turn, user_id, self._limits.history_load_limit, None
+            self.store.conversations.load_turn, user_id, self.limits.history_load_limit, None
         )
         record_access(Caller.function("check-in"), user_id, context_counts(loaded))
-        cadence = cadence_of(loaded, self._limits)
+        cadence = cadence_of(loaded, self.limits)
         if cadence is None:
             logger.info("Check-in fired for a user whose answers describe no schedule; nothing sent")
             return CheckInOutcome("no_schedule")
         # When it reaches the person: now, or the fire time where a local clock runs ahead.
         local = max(now, _time_of(fire_time) or now).astimezone(ZoneInfo(cadence.timezone))
-        if self._limits.quiet_hours.contains(local.time().replace(second=0, microsecond=0)):
+        if self.limits.quiet_hours.contains(local.time().replace(second=0, microsecond=0)):
             logger.info("Check-in fired in the user's quiet hours; nothing sent")
             count_metric("CheckInQuiet")
             return CheckInOutcome("quiet_hours")
@@ -116,18 +109,18 @@ class CheckInService:
             phone = await asyncio.to_thread(self._reachable_phone, user_id)
             if phone is None:
                 return CheckInOutcome("opted_out")
-        if self._agent is None:
+        if self.agent is None:
             raise RuntimeError("this service keeps schedules only; it has no check-in agent")
-        text = await self._agent.write(loaded, cadence.describe(), local)
+        text = await self.agent.write(loaded, cadence.describe(), local)
         try:
             stored = await asyncio.to_thread(
-                self._store.writes.store_check_in,
+                self.store.writes.store_check_in,
                 user_id,
                 fire_time,
                 text,
                 since_ms,
                 cadence.channel == "app",
-                self._limits.rate_limit,
+                self.limits.rate_limit,
             )
         except UserErasedError:
             logger.info("Check-in of a user erased since it fired; nothing stored")
@@ -148,8 +141,8 @@ class CheckInService:
         if delivered:
             logger.info("Repeated firing of a delivered check-in; nothing sent")
             return CheckInOutcome("already_sent")
-        if not await asyncio.to_thread(self._store.writes.hold_check_in, user_id, fire_time):
-            raise TurnInProgressError(self._limits.in_progress_retry_after_s)
+        if not await asyncio.to_thread(self.store.writes.hold_check_in, user_id, fire_time):
+            raise TurnInProgressError(self.limits.in_progress_retry_after_s)
         phone = await asyncio.to_thread(self._reachable_phone, user_id)
         if phone is None:
             return CheckInOutcome("opted_out")
@@ -157,8 +150,8 @@ class CheckInService:
 
     def _reachable_phone(self, user_id: str) -> str | None:
         """The user's number, unless it opted out (STOP): then their schedule is paused too."""
-        for phone in self._store.phones.phones_of(user_id):
-            owner = self._store.phones.find_owner(phone)
+        for phone in self.store.phones.phones_of(user_id):
+            owner = self.store.phones.find_owner(phone)
             if owner is not None and owner.user_id == user_id and not owner.opted_out:
                 return phone
         logger.info("Check-in by SMS for a user with no number that takes texts; nothing sent")
@@ -166,7 +159,7 @@ class CheckInService:
         return None
 
     def _send(self, user_id: str, fire_time: str, phone: str, text: str) -> int:
-        if self._sender is None or self._from is None:
+        if self.sender is None or self.from_number is None:
             logger.warning("Check-in by SMS stored, but no SMS sender is configured")
             return 0
         # Twilio's SDK is in the SMS functions' layer only: imported where a text is sent.
@@ -175,16 +168,16 @@ class CheckInService:
         parts = split_message(text)
         for sent, part in enumerate(parts):
             try:
-                self._sender.send(phone, self._from, part)
+                self.sender.send(phone, self.from_number, part)
             except RecipientOptedOutError:
-                self._store.phones.set_opted_out(phone, True)
+                self.store.phones.set_opted_out(phone, True)
                 self.pause(user_id)
                 return sent
             except UndeliverableError as error:
                 logger.warning("Check-in undeliverable; not retried", extra={"twilio_error": error.code})
                 count_metric("SmsUndeliverable")
                 return sent
-        self._store.writes.mark_delivered(user_id, check_in_id(fire_time))
+        self.store.writes.mark_delivered(user_id, check_in_id(fire_time))
         count_metric("CheckInSent")
         return len(parts)
 
@@ -192,14 +185,14 @@ class CheckInService:
 
     def replan(self, user_id: str, loaded: TurnContext) -> Cadence | None:
         """Create, update or delete the user's schedule from their stored scheduling answers."""
-        if self._timetable is None:
+        if self.timetable is None:
             return None
-        cadence = cadence_of(loaded, self._limits)
+        cadence = cadence_of(loaded, self.limits)
         try:
             if cadence is None:
-                self._timetable.delete(user_id)
+                self.timetable.delete(user_id)
             else:
-                self._timetable.put(user_id, cadence)
+                self.timetable.put(user_id, cadence)
         except ScheduleError as error:
             logger.warning("Could not keep the check-in schedule", extra={"reason": str(error)})
             count_metric("CheckInScheduleFailed")
@@ -207,7 +200,7 @@ class CheckInService:
 
     def replan_stored(self, user_id: str) -> Cadence | None:
         """`replan` from what the table holds now (one Query)."""
-        return self.replan(user_id, self._store.conversations.load_turn(user_id, 1))
+        return self.replan(user_id, self.store.conversations.load_turn(user_id, 1))
 
     def pause(self, user_id: str, paused: bool = True) -> bool:
         """STOP pauses the user's schedule, START resumes it; False when they have none (or it failed)."""
@@ -216,7 +209,7 @@ class CheckInService:
     def erase(self, user_id: str) -> int:
         """Delete the user's schedule (an erase): 1 if there was one. ScheduleError propagates, so
         the erase is reported failed and retried rather than leaving a schedule behind."""
-        return 0 if self._timetable is None else self._timetable.delete(user_id)
+        return 0 if self.timetable is None else self.timetable.delete(user_id)
 
     def move(self, from_user: str, to_user: str) -> bool:
         """A phone's link: the phone user's schedule becomes the app user's."""
@@ -225,10 +218,10 @@ class CheckInService:
     def _keep(self, what: str, change: Callable[[CheckInTimetable], bool]) -> bool:
         """A change of a schedule that must not fail what asked for it (a STOP, a link): a failure
         is logged and counted (CheckInScheduleFailed), and the firing checks again."""
-        if self._timetable is None:
+        if self.timetable is None:
             return False
         try:
-            return change(self._timetable)
+            return change(self.timetable)
         except ScheduleError as error:
             logger.warning(f"Could not {what} the check-in schedule", extra={"reason": str(error)})
             count_metric("CheckInScheduleFailed")
@@ -236,7 +229,7 @@ class CheckInService:
 
     def scheduled(self, user_id: str) -> Scheduled | None:
         """The user's schedule as stored (GET /check-ins)."""
-        return None if self._timetable is None else self._timetable.find(user_id)
+        return None if self.timetable is None else self.timetable.find(user_id)
 
     def next_time(self, scheduled: Scheduled) -> datetime | None:
-        return None if scheduled.paused else scheduled.cadence.next_after(self._clock())
+        return None if scheduled.paused else scheduled.cadence.next_after(self.clock())
