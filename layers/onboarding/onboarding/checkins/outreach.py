@@ -194,7 +194,7 @@ class CheckInService:
             else:
                 self.timetable.put(user_id, cadence)
         except ScheduleError as error:
-            logger.warning("Could not keep the check-in schedule", extra={"reason": str(error)})
+            logger.warning("Could not keep the check-in schedule", extra={"reason": error.reason})
             count_metric("CheckInScheduleFailed")
         return cadence
 
@@ -223,7 +223,7 @@ class CheckInService:
         try:
             return change(self.timetable)
         except ScheduleError as error:
-            logger.warning(f"Could not {what} the check-in schedule", extra={"reason": str(error)})
+            logger.warning("Could not change the check-in schedule", extra={"change": what, "reason": error.reason})
             count_metric("CheckInScheduleFailed")
             return False
 
