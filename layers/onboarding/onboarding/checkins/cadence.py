@@ -102,7 +102,7 @@ class Unreadable:
 
 
 def read_zone(answer: str) -> str | None:
-    """The IANA zone an answer names (`Europe/Berlin`, `europe/berlin`, `Berlin`, `UTC`), or None."""
+    """The IANA zone an answer names (its name in any case, its city alone, or UTC), or None."""
     text = answer.strip().replace(" ", "_")
     if not text:
         return None
