@@ -11,14 +11,17 @@ profile, phones and link codes); --reset-all forgets every user. With --aws the 
 of your environment is used instead (TABLE_NAME, AWS_REGION and credentials must be set).
 --flags FILE takes the memory's feature flags from FILE (docs/rollout.md); an edit applies
 within FEATURE_FLAGS_MAX_AGE_S (60 s), without a restart.
+`/later 1d` (or 3h, 2w) moves the local clock on: the check-ins it passes arrive (docs/decisions/0035).
 """
 
 import argparse
 import asyncio
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack, nullcontext
+from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
@@ -36,6 +39,10 @@ from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, 
 from onboarding.turn.service import TurnService
 
 QUIT_COMMANDS = {"/quit", "/exit"}
+LATER = re.compile(r"^/later\s+(\d+)\s*([mhdw])$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+# Moves the local clock on by the duration; the check-ins it passed, as lines to show.
+Later = Callable[[timedelta], list[str]]
 DEFAULT_USER = "local-user"  # also the user the memory console opens on
 CHAT_FUNCTION = "ApiFunction"  # whose turns these are: the terminal stands in for the mobile app
 
@@ -68,7 +75,12 @@ async def _turn(service: TurnService, user_id: str, line: str, out: TextIO) -> N
 
 
 def converse(
-    service: TurnService, user_id: str, lines: Iterable[str], after_turn: Callable[[], None], out: TextIO
+    service: TurnService,
+    user_id: str,
+    lines: Iterable[str],
+    after_turn: Callable[[], None],
+    out: TextIO,
+    later: Later | None = None,
 ) -> int:
     """Run every line as a turn, streaming replies to `out`; returns how many turns failed.
 
@@ -82,6 +94,9 @@ def converse(
                 break
             if not line.strip():
                 continue  # an empty Enter sends nothing
+            if line.strip().startswith("/later"):
+                out.write(_later(line.strip(), later))
+                continue
             try:
                 runner.run(_turn(service, user_id, line, out))
             except (InvalidMessageError, ModelUnavailableError, RateLimitedError, StoreError) as error:
@@ -89,6 +104,45 @@ def converse(
                 out.write(f"\n[not sent: {error}]\n")
             after_turn()
     return failures
+
+
+def _later(command: str, later: Later | None) -> str:
+    """What `/later <n><m|h|d|w>` shows: each check-in the moved clock delivered, or why none."""
+    found = LATER.match(command)
+    if found is None:
+        return "[/later takes a duration: 30m, 3h, 1d or 2w]\n"
+    if later is None:
+        return "[/later moves the local stack's clock; there is none with --aws]\n"
+    shown = later(timedelta(**{_UNITS[found.group(2)]: int(found.group(1))}))
+    return "".join(f"{line}\n" for line in shown) or "[no check-in in that time]\n"
+
+
+def check_ins_later(user_id: str) -> Later:
+    """The chat's local clock: the schedules in the local stack's scheduler, fired as they come due
+    (infra/local/check_in_clock.py); the lines of `user_id`'s check-ins it delivered."""
+    from infra.local.check_in_clock import CheckInClock
+    from infra.local.lambda_runner import invoke
+    from infra.local.stack import admin_client
+
+    settings = Settings.from_env()
+    scheduler = admin_client("scheduler", settings.region, os.environ["AWS_ENDPOINT_URL_SCHEDULER"])
+    clock = CheckInClock(scheduler, str(settings.check_in_schedule_group), lambda e: invoke("CheckInFunction", e))
+    store = build_repositories(settings)
+
+    def later(by: timedelta) -> list[str]:
+        shown = []
+        for firing, answer in clock.advance(by):
+            if firing.event.get("user_id") != user_id:
+                continue
+            when = f"{firing.at:%a %d %b %H:%M} UTC"
+            if answer["status"] in ("sent", "stored"):
+                newest = store.conversations.load_turn(user_id, 1).messages[-1].content
+                shown.append(f"coach (check-in, {when})> {newest}")
+            else:
+                shown.append(f"[check-in of {when} not sent: {answer['status'].replace('_', ' ')}]")
+        return shown
+
+    return later
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -161,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"Talking as {arguments.user!r}. Memory is {where} (--reset forgets it). /quit to leave.")
                 lines = _script_lines(arguments.script) if arguments.script else _interactive_lines()
                 save = local.save if local is not None else (lambda: None)
-                failures = converse(service, arguments.user, lines, save, sys.stdout)
+                later = None if local is None else check_ins_later(arguments.user)
+                failures = converse(service, arguments.user, lines, save, sys.stdout, later)
     except KeyboardInterrupt:
         # Reached after the `with` blocks: the turn is cancelled, the table saved, the servers stopped.
         print(f"\n{saved}", file=sys.stderr)

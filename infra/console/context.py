@@ -14,7 +14,7 @@ from infra.console.schemas import MemoryView, PlanView, TurnRecord
 from infra.console.views import memory_view, plan_view
 from infra.inspect_prompt import load_plan
 from onboarding.audit import Caller, record_access
-from onboarding.composition import build_turn_service
+from onboarding.composition import build_check_ins, build_turn_service
 from onboarding.config import Settings
 from onboarding.model.errors import InvalidMessageError
 from onboarding.persistence import Repositories
@@ -90,13 +90,15 @@ class ConsoleContext:
         self.client = console_client(self.settings)
         self.store = Repositories.over(self.client, self.settings.table_name, self.settings)
         self.service = build_turn_service(self.settings, self.store)
+        # The schedules, read as the API reads them (GET /check-ins); none without a schedule group.
+        self.check_ins = build_check_ins(self.settings, self.store) if self.settings.check_in_schedule_group else None
 
     @property
     def read_only(self) -> bool:
         return self.stack is None
 
     async def memory(self, user_id: str) -> MemoryView:
-        view = await asyncio.to_thread(memory_view, self.store, user_id, self.personal_data)
+        view = await asyncio.to_thread(memory_view, self.store, user_id, self.personal_data, 500, self.check_ins)
         what = {
             "messages": view.messages_read,
             "answers": sum(answer.value is not None for answer in view.answers),

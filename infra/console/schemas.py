@@ -68,6 +68,12 @@ class WaitingFor(CamelModel):
     attempts: int
 
 
+class CheckInView(CamelModel):
+    schedule: str = Field(description="When and how, e.g. 'MON at 09:00 (Europe/Berlin), by SMS'.")
+    paused: bool = Field(description="Paused by STOP until START.")
+    next_at: datetime | None = Field(description="The next check-in (none while paused).")
+
+
 class MemoryView(CamelModel):
     user_id: str
     step: str = Field(description="The current onboarding step.")
@@ -79,6 +85,7 @@ class MemoryView(CamelModel):
     summary: str | None
     summary_through: str | None = Field(description="The last message id the summary covers.")
     phones: list[str]
+    check_in: CheckInView | None = Field(default=None, description="The user's check-in schedule, if any.")
     state_version: int
     profile_version: int
     messages_read: int = Field(description="Stored messages read to find the provenance (newest first).")

@@ -12,10 +12,11 @@
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra.console.schemas import (
     Answer,
+    CheckInView,
     EarlierValue,
     LeftOut,
     MemoryView,
@@ -42,6 +43,9 @@ from onboarding.model.profile import PROFILE_FIELDS
 from onboarding.model.state import ONBOARDING_ORDER
 from onboarding.persistence import Repositories
 from onboarding.turn.orchestrator import PreparedTurn
+
+if TYPE_CHECKING:
+    from onboarding.checkins.outreach import CheckInService
 
 Show = Callable[[str], str]
 PAGE_SIZE = 100
@@ -255,8 +259,15 @@ def provenances(messages: list[Message], show: Show) -> dict[tuple[str, str], Pr
     return found
 
 
-def memory_view(store: Repositories, user_id: str, personal: bool, most_messages: int = 500) -> MemoryView:
-    """What is remembered about `user_id` now (texts redacted unless `personal`)."""
+def memory_view(
+    store: Repositories,
+    user_id: str,
+    personal: bool,
+    most_messages: int = 500,
+    check_ins: "CheckInService | None" = None,
+) -> MemoryView:
+    """What is remembered about `user_id` now (texts redacted unless `personal`), with the user's
+    check-in schedule when `check_ins` reads the schedules."""
     show: Show = shown if personal else redacted
     loaded = store.conversations.load_turn(user_id, 0)
     state, profile = loaded.state, loaded.profile
@@ -308,9 +319,19 @@ def memory_view(store: Repositories, user_id: str, personal: bool, most_messages
         summary=show(loaded.summary.text) if loaded.summary else None,
         summary_through=loaded.summary.through_message_id if loaded.summary else None,
         phones=[show(phone) for phone in store.phones.phones_of(user_id)],
+        check_in=_check_in(check_ins, user_id),
         state_version=loaded.state_version,
         profile_version=loaded.profile_version,
         messages_read=len(messages),
+    )
+
+
+def _check_in(check_ins: "CheckInService | None", user_id: str) -> CheckInView | None:
+    scheduled = None if check_ins is None else check_ins.scheduled(user_id)
+    if check_ins is None or scheduled is None:
+        return None
+    return CheckInView(
+        schedule=scheduled.cadence.describe(), paused=scheduled.paused, next_at=check_ins.next_time(scheduled)
     )
 
 
@@ -324,6 +345,7 @@ def _paths(view: MemoryView | None) -> dict[str, Any]:
         "waitingFor": view.waiting_for.model_dump() if view.waiting_for else None,
         "summary": view.summary,
         "phones": sorted(view.phones),
+        "checkIn": view.check_in.model_dump() if view.check_in else None,
     }
     for answer in view.answers:
         paths[f"answers.{answer.step}.{answer.field}"] = (answer.value, answer.skipped)

@@ -189,6 +189,8 @@ RECALL_BUCKET_NAME, RECALL_INDEX_NAME = "onboarding-recall-local", "messages"
 IDEMPOTENCY_TABLE_NAME = "onboarding-idempotency-local"
 SMS_QUEUE_NAME = "onboarding-sms-local.fifo"
 SMS_DEAD_LETTER_QUEUE_NAME = "onboarding-sms-dlq-local.fifo"
+CHECK_IN_GROUP_NAME = "onboarding-check-ins-local"
+LOCAL_TWILIO_NUMBER = "+15550000000"  # the number the Twilio stand-in's texts are sent to
 # The flags profile's ids here (AppConfig makes up its own when the stack deploys).
 FLAGS_APPLICATION_ID, FLAGS_ENVIRONMENT_ID, FLAGS_PROFILE_ID = "localflg", "localenv", "memory"
 # What the template sets for Lambda Web Adapter itself (the local gateway plays its part), not the app.
@@ -221,6 +223,16 @@ def local_deployment(
         "FeatureFlagsProfile": LocalResource(FLAGS_PROFILE_ID),
         "RecallVectorBucket": LocalResource(bucket_arn, {"VectorBucketArn": bucket_arn}),
         "RecallIndex": LocalResource(index_arn, {"IndexArn": index_arn}),
+        # The check-ins: the schedule group (moto's scheduler), the role its schedules name, and the
+        # function they invoke (the stack's clock invokes it in this process).
+        "CheckInScheduleGroup": LocalResource(CHECK_IN_GROUP_NAME),
+        "CheckInSchedulerRole": LocalResource(
+            "onboarding-check-in-scheduler-local",
+            {"Arn": f"arn:aws:iam::{account}:role/onboarding-check-in-scheduler-local"},
+        ),
+        "CheckInFunction": LocalResource(
+            "CheckInFunction", {"Arn": f"arn:aws:lambda:{region}:{account}:function:CheckInFunction"}
+        ),
     }
     # A variable already set stands for the parameter the template sets it from (BEDROCK_MODEL_ID
     # for BedrockModelId, ...), so the policies are resolved with the value the functions use.
@@ -228,6 +240,7 @@ def local_deployment(
         parameter: os.environ[name] for name, parameter in _parameter_variables().items() if name in os.environ
     }
     parameters["TwilioAccountSid"] = twilio_account_sid  # the SMS channel exists: the stand-in's account
+    parameters["TwilioPhoneNumber"] = LOCAL_TWILIO_NUMBER  # the check-ins' number: the stand-in's
     parameters.update(overrides)
     first = LocalDeployment(region, resources, parameters)
     name = first.resolve(resource("TwilioWebhookUrlParameter")["Properties"]["Name"])

@@ -35,7 +35,8 @@ from werkzeug.serving import make_server
 from infra.local.dynamodb_process import READY
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-SERVICES: tuple[Literal["dynamodb", "sqs", "ssm"], ...] = ("dynamodb", "sqs", "ssm")  # what the local stack asks
+# What the local stack asks (the scheduler: the check-in schedules, which the stack's clock fires).
+SERVICES: tuple[Literal["dynamodb", "sqs", "ssm", "scheduler"], ...] = ("dynamodb", "sqs", "ssm", "scheduler")
 
 
 def one_request_at_a_time(app: WsgiApp) -> WsgiApp:

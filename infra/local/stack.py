@@ -73,6 +73,7 @@ from infra.local.ports import FixedPort, NotAnsweringError, bound, check_answers
 # The servers, boto3 and the gate are imported when a stack starts, not with this module: so that
 # `python -m infra.local_stack` checks its ports (and says which one is taken) within a second.
 if TYPE_CHECKING:
+    from infra.local.check_in_clock import CheckInClock, Ticking
     from infra.local.event_sources import QueuePoller, StreamPoller
     from infra.local.gateway import LocalGateway
     from infra.local.iam.gate import Gate
@@ -167,6 +168,8 @@ class LocalStack:
         self.gateway: LocalGateway | None = None
         self.queue_pollers: list[QueuePoller] = []
         self.stream_pollers: list[StreamPoller] = []
+        self.check_in_clock: CheckInClock | None = None  # fires the check-in schedules (advance: /later)
+        self._ticking: Ticking | None = None
         self._changes: str | None = None  # the stream's iterator from which `save()` reads what changed
         self._streams: Any = None
         self._loaded = False
@@ -254,6 +257,7 @@ class LocalStack:
             "AWS_ENDPOINT_URL_APPCONFIGDATA": self.appconfig.url,
             "AWS_ENDPOINT_URL_S3VECTORS": self.s3vectors.url,
             "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": self.dynamodb.url,
+            "AWS_ENDPOINT_URL_SCHEDULER": self.dynamodb.url,
             "TWILIO_API_BASE_URL": self.twilio.url,
             # As deployed: the webhook reads its URL from its parameter, the flags come from AppConfig.
             "TWILIO_WEBHOOK_URL": None,
@@ -377,6 +381,16 @@ class LocalStack:
                 QueuePoller(logical_id, self.sms_queue_url).start()
                 for logical_id, _ in subscriptions("SQS", "SmsQueue.Arn", "Queue")
             ]
+        # EventBridge Scheduler's part: the schedules the functions made fire CheckInFunction,
+        # on the stack's clock (real time, or ahead of it after `advance`).
+        from infra.local.check_in_clock import CheckInClock, Ticking
+        from infra.local.lambda_runner import invoke
+
+        group = self.deployment.resolve({"Ref": "CheckInScheduleGroup"})
+        clock = CheckInClock(self.operator_client("scheduler"), group, lambda event: invoke("CheckInFunction", event))
+        self.check_in_clock = clock
+        if self.api_port is not None:
+            self._ticking = Ticking(clock).start()
 
     def _stop_pollers(self) -> None:
         for poller in self.queue_pollers:
@@ -385,7 +399,9 @@ class LocalStack:
             stream_poller.stop()
         if self.gateway is not None:
             self.gateway.stop()
-        self.queue_pollers, self.stream_pollers, self.gateway = [], [], None
+        if self._ticking is not None:
+            self._ticking.stop()
+        self.queue_pollers, self.stream_pollers, self.gateway, self._ticking = [], [], None, None
 
     def drain_index(self, timeout_s: float = 60.0) -> None:
         """Wait until the recall indexer has been handed every change written so far."""
@@ -467,6 +483,8 @@ class LocalStack:
         ssm.put_parameter(Name=token_parameter, Value=self.twilio.auth_token, Type="SecureString", Overwrite=True)
         webhook_parameter = deployment.resolve({"Ref": "TwilioWebhookUrlParameter"})
         ssm.put_parameter(Name=webhook_parameter, Value=self.webhook_url, Type="String", Overwrite=True)
+        group = deployment.resolve({"Ref": "CheckInScheduleGroup"})
+        self.operator_client("scheduler").create_schedule_group(Name=group)
 
     def _stream_arn(self) -> str | None:
         table = self.operator_client().describe_table(TableName=self.table_name)["Table"]

@@ -15,9 +15,20 @@ import boto3
 import httpx
 import pytest
 
+from infra.local.lambda_runner import invoke
 from infra.local.stack import LocalStack
+from onboarding.config import Settings
+from onboarding.persistence import Repositories
 from onboarding.persistence.keys import phone_key
-from tests.support.deployed_flows import HTTP, bearer, new_phone, operator_table, replies_to, text
+from tests.support.deployed_flows import (
+    HTTP,
+    at_the_scheduling_step,
+    bearer,
+    new_phone,
+    operator_table,
+    replies_to,
+    text,
+)
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.integration
@@ -295,3 +306,27 @@ def test_a_text_whose_write_answer_is_lost_is_answered_once(
     assert [sent.body for sent in stack.twilio.sent if sent.to == phone] == [reply]
     assert _history(stack, phone) == [("assistant", reply), ("user", "Hi coach, I'm a beginner")]
     assert answered_s < 30, answered_s  # not after a visibility timeout or an in-progress hold
+
+
+def test_a_check_in_whose_write_answer_is_lost_is_stored_and_sent_once(
+    stack: LocalStack, table_proxy: TcpProxy
+) -> None:
+    """The check-in's conditional write lands and its answer is lost: botocore sends it again, the
+    local server (which ignores the request token) says the keys are taken, and the store finds
+    its own write there: one check-in stored, one text sent; Scheduler's second delivery of the
+    firing sends nothing."""
+    phone = new_phone()
+    text(stack, phone, "Hi coach")
+    replies_to(stack, phone, 1)
+    owner = Repositories.over(operator_table(stack), stack.table_name, Settings.from_env()).phones.find_owner(phone)
+    assert owner is not None
+    at_the_scheduling_step(stack, owner.user_id, check_ins="weekly by SMS, Monday mornings")
+    firing = {"user_id": owner.user_id, "fire_time": "2026-11-30T08:00:00Z"}
+    table_proxy.drop_when(b'"TransactItems"', 1)  # the firing's one transaction: the check-in's
+    assert invoke("CheckInFunction", firing)["status"] == "sent"
+    assert table_proxy.dropped_responses == 1, "the write's answer was lost"
+    assert invoke("CheckInFunction", firing)["status"] == "already_sent"
+    sent = [s.body for s in stack.twilio.sent if s.to == phone]
+    assert len(sent) == 2, sent  # the reply to "Hi coach", and one check-in
+    assert _history(stack, phone)[0] == ("assistant", sent[-1])
+    assert [role for role, _ in _history(stack, phone)].count("assistant") == 2

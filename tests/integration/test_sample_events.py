@@ -19,6 +19,7 @@ SAMPLE_EVENTS = {
     "SmsWebhookFunction": ["sms_webhook.json"],
     "SmsWorkerFunction": ["sms_worker.json"],
     "RecallIndexerFunction": ["recall_indexer.json"],
+    "CheckInFunction": ["check_in.json"],
 }
 
 

@@ -11,6 +11,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,12 +19,16 @@ import boto3
 import httpx
 
 from infra.local.iam.identity import acting_as
-from infra.local.lambda_runner import asgi_app, handler_module
+from infra.local.lambda_runner import asgi_app, handler_module, invoke
 from infra.local.stack import LocalStack, temporary_environment
 from infra.local.twilio_emulator import webhook_form
+from onboarding.checkins.timetable import schedule_name
 from onboarding.config import Settings
+from onboarding.model.answers import Answer
+from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import RATE_PREFIX
+from tests.support.seed import save_state
 from tests.support.tcp_proxy import TcpProxy
 
 HTTP = httpx.Client(timeout=60)
@@ -355,6 +360,99 @@ def the_snapstart_hooks(stack: LocalStack) -> None:
     a_text_answered_by_sms(stack)
 
 
+# --- check-ins ----------------------------------------------------------------------------------
+
+
+def _at_midday_now() -> str:
+    """A time zone where it is about midday now, so a check-in fired now is never in the quiet hours."""
+    offset = 12 - datetime.now(UTC).hour
+    return "Etc/UTC" if offset == 0 else f"Etc/GMT{-offset:+d}"
+
+
+def at_the_scheduling_step(stack: LocalStack, user_id: str, **more: str) -> None:
+    """The user's plan, and the scheduling step with all but the check-ins answered, and `more`
+    (the operator's write)."""
+    answers = {
+        "workout_planning": {"exercise_preferences": "kettlebell swings"},
+        "scheduling": {"training_days": "Mon, Wed, Fri", "training_time": "6pm", "timezone": _at_midday_now(), **more},
+    }
+    context = {step: {key: Answer(value).stored() for key, value in items.items()} for step, items in answers.items()}
+    state = OnboardingState(current_agent=OnboardingAgentType.SCHEDULING, agent_context=context)
+    save_state(operator_table(stack), stack.table_name, user_id, state)
+
+
+def _schedule_of(stack: LocalStack, user_id: str) -> dict[str, Any] | None:
+    scheduler = stack.operator_client("scheduler")
+    group = stack.deployment.resolve({"Ref": "CheckInScheduleGroup"})
+    try:
+        found: dict[str, Any] = scheduler.get_schedule(Name=schedule_name(user_id), GroupName=group)
+    except scheduler.exceptions.ResourceNotFoundException:
+        return None
+    return found
+
+
+def _fire(firing: dict[str, Any]) -> dict[str, Any]:
+    """One firing of CheckInFunction, as Scheduler invokes it; a function error is a check-in the
+    person never gets."""
+    try:
+        answer: dict[str, Any] = invoke("CheckInFunction", firing)
+    except Exception as error:
+        raise AssertionError(f"the check-in firing failed: {type(error).__name__}") from error
+    return answer
+
+
+def _check_ins_of(stack: LocalStack, user_id: str) -> dict[str, Any]:
+    answered = HTTP.get(f"{stack.api_url}/check-ins", headers=bearer(user_id))
+    assert answered.status_code == 200, answered.text
+    found: dict[str, Any] = answered.json()
+    return found
+
+
+def check_ins_in_the_app(stack: LocalStack) -> None:
+    """An app user agrees check-ins in the app: a turn makes the schedule (passing the scheduler's
+    role), GET /check-ins gives it, DELETE /me deletes it and counts it."""
+    user = new_user()
+    at_the_scheduling_step(stack, user)
+    chat(stack, user, "weekly by app, Monday evenings")
+    found = _check_ins_of(stack, user)
+    assert (found["scheduled"], found["channel"], found["days"], found["at"]) == (True, "app", ["MON"], "18:00"), found
+    erased = HTTP.delete(f"{stack.api_url}/me", headers=bearer(user))
+    assert erased.status_code == 200, erased.text
+    assert erased.json()["deleted"]["checkInSchedules"] == 1, erased.text
+    assert _schedule_of(stack, user) is None
+
+
+def check_ins_by_sms(stack: LocalStack) -> None:
+    """Check-ins agreed by text: the worker makes the schedule; a firing delivered twice sends one
+    check-in that names the plan; STOP pauses the schedule, START resumes it; a link moves it to
+    the app user."""
+    phone, app_user = new_phone(), new_user()
+    text(stack, phone, "Hi coach")
+    replies_to(stack, phone, 1)
+    store = Repositories.over(operator_table(stack), stack.table_name, Settings.from_env())
+    owner = store.phones.find_owner(phone)
+    assert owner is not None
+    at_the_scheduling_step(stack, owner.user_id)
+    text(stack, phone, "weekly by SMS, Monday mornings")
+    replies_to(stack, phone, 2)
+    assert _schedule_of(stack, owner.user_id) is not None, "the worker made the schedule"
+    firing = {"user_id": owner.user_id, "channel": "sms", "fire_time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:00Z")}
+    assert _fire(firing)["status"] == "sent"
+    assert _fire(firing)["status"] == "already_sent"
+    sent = replies_to(stack, phone, 3)
+    assert len(sent) == 3, sent
+    assert "kettlebell swings" in sent[-1], sent[-1]
+    text(stack, phone, "STOP", OptOutType="STOP")
+    assert (_schedule_of(stack, owner.user_id) or {}).get("State") == "DISABLED", "STOP pauses the schedule"
+    text(stack, phone, "START", OptOutType="START")
+    assert (_schedule_of(stack, owner.user_id) or {}).get("State") == "ENABLED", "START resumes it"
+    code = HTTP.post(f"{stack.api_url}/phone-links", headers=bearer(app_user)).json()["code"]
+    assert "Linked!" in link(stack, phone, code).text
+    assert _schedule_of(stack, owner.user_id) is None
+    found = _check_ins_of(stack, app_user)
+    assert (found["scheduled"], found["channel"]) == (True, "sms"), found
+
+
 FLOWS: dict[str, Flow] = {
     flow.__name__: flow
     for flow in (
@@ -374,5 +472,7 @@ FLOWS: dict[str, Flow] = {
         stop_and_start,
         a_failing_text_ends_in_the_dead_letter_queue,
         the_snapstart_hooks,
+        check_ins_in_the_app,
+        check_ins_by_sms,
     )
 }

@@ -163,3 +163,18 @@ def test_every_price_is_sourced_and_dated_and_keyed_once() -> None:
         assert entry.seen, entry.key
     with pytest.raises(KeyError):
         price("no-such-price")
+
+
+def test_check_ins_cost_what_their_parts_cost() -> None:
+    """A month of weekly check-ins for 1,000 users: 4,333 firings, each a Scheduler invocation and a
+    model call; by SMS two segments each; daily is seven times weekly."""
+    from infra.bench.cost.ledger import check_in_cost
+
+    weekly_app = check_in_cost(GEO_MODEL, "weekly", by_sms=False)
+    weekly_sms = check_in_cost(GEO_MODEL, "weekly", by_sms=True)
+    assert weekly_app["SMS (Twilio, carriers)"] == 0
+    assert weekly_app["EventBridge Scheduler"] == pytest.approx(1000 * 52 / 12 / 1_000_000)
+    assert weekly_app["Bedrock"] == pytest.approx(1000 * 52 / 12 * (900 * 0.0011 + 80 * 0.0055) / 1000)
+    assert weekly_sms["SMS (Twilio, carriers)"] == pytest.approx(1000 * 52 / 12 * 2 * (0.0083 + 0.003))
+    daily = check_in_cost(GEO_MODEL, "daily", by_sms=True)
+    assert sum(daily.values()) == pytest.approx(sum(weekly_sms.values()) * 365 / 52)

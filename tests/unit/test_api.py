@@ -256,7 +256,7 @@ async def test_phone_link_codes_and_linked_phones(client: httpx.AsyncClient, sto
 
 async def test_the_openapi_document_describes_every_route_and_both_reply_types(client: httpx.AsyncClient) -> None:
     document = (await client.get("/openapi.json")).json()
-    assert set(document["paths"]) == {"/chat", "/history", "/phone-links", "/phones", "/me"}
+    assert set(document["paths"]) == {"/chat", "/history", "/phone-links", "/phones", "/check-ins", "/me"}
     chat_200 = document["paths"]["/chat"]["post"]["responses"]["200"]["content"]
     assert set(chat_200) == {"application/json", "text/event-stream"}
     assert "x-amzn-request-context" not in json.dumps(document)

@@ -291,6 +291,7 @@ async def test_delete_me_erases_the_caller_and_returns_the_report(
             "dedupeRecords": 1,
             "linkCodes": 1,
             "otherItems": 0,
+            "checkInSchedules": 0,
         },
         "total": 8,
         "kept": {"rateCounters": 1},

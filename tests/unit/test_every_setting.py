@@ -696,7 +696,9 @@ async def test_history_pages_follow_history_page_size_and_max_over_http(dynamodb
 
 @pytest.fixture(scope="module")
 def every_setting() -> set[str]:
-    # Imported for their @observes registrations: the SMS settings', the flags', the fold's and the link's tests.
+    # Imported for their @observes registrations: the SMS settings', the flags', the fold's, the link's
+    # and the check-ins' tests.
+    import tests.unit.test_check_ins
     import tests.unit.test_every_flag_setting
     import tests.unit.test_every_sms_setting
     import tests.unit.test_fold_catch_up

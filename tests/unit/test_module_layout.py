@@ -25,10 +25,12 @@ STORE_DOOR = (
     "onboarding.account",
     "onboarding.linking",
     "onboarding.recall.indexer",
+    "onboarding.checkins.outreach",
     "onboarding.composition",
 )
-# The five agents: their names are the onboarding's five steps (two end in "planning"; both are steps, not a concept).
-SPEC_NAMES = {"diet_planning", "fitness_assessment", "goal_setting", "scheduling", "workout_planning"}
+# The five agents: their names are the onboarding's five steps (two end in "planning"; both are steps, not a concept);
+# and the check-in's agent beside them (its concept's home is `checkins/`).
+SPEC_NAMES = {"diet_planning", "fitness_assessment", "goal_setting", "scheduling", "workout_planning", "check_in"}
 SAME_CONCEPT_PREFIX = 4
 
 

@@ -19,6 +19,7 @@ from fastapi.sse import EventSourceResponse
 
 from onboarding.account import AccountService
 from onboarding.audit import Caller
+from onboarding.checkins.cadence import DAY_NAMES
 from onboarding.snapstart import Primer
 from onboarding.turn.service import TurnService
 
@@ -29,6 +30,7 @@ from .schemas import (
     SSE_DESCRIPTION,
     ChatReply,
     ChatRequest,
+    CheckInsResponse,
     DeletedCounts,
     ErasureResponse,
     HistoryMessage,
@@ -145,6 +147,23 @@ def create_app(service: TurnService, account: AccountService, primer: Primer | N
     def phones(user_id: User) -> PhonesResponse:
         return PhonesResponse(phones=list(account.phones(user_id)))
 
+    @app.get("/check-ins", dependencies=authenticated, responses=ERRORS, summary="The user's check-in schedule")
+    def check_ins(user_id: User) -> CheckInsResponse:
+        found = account.check_in_schedule(user_id)
+        if found is None:
+            return CheckInsResponse(scheduled=False)
+        scheduled, next_at = found
+        cadence = scheduled.cadence
+        return CheckInsResponse(
+            scheduled=True,
+            days=[DAY_NAMES[day] for day in cadence.days],
+            at=f"{cadence.at:%H:%M}",
+            time_zone=cadence.timezone,
+            channel=cadence.channel,
+            paused=scheduled.paused,
+            next_at=next_at.isoformat() if next_at is not None else None,
+        )
+
     @app.delete("/me", dependencies=authenticated, responses=ERRORS, summary="Erase everything stored for the user")
     def erase_me(user_id: User) -> ErasureResponse:
         # Erasing again is safe after a failure: it deletes what is left and reports only that.
@@ -156,6 +175,7 @@ def create_app(service: TurnService, account: AccountService, primer: Primer | N
             dedupe_records=report.dedupe_records,
             link_codes=report.link_codes,
             other_items=report.other_items,
+            check_in_schedules=report.check_in_schedules,
         )
         return ErasureResponse(
             deleted=deleted, total=report.total, kept=KeptCounts(rate_counters=report.kept_rate_counters)

@@ -70,6 +70,17 @@ class DeletedCounts(CamelModel):
     dedupe_records: int = Field(description="Records of which message a client or SMS message id produced.")
     link_codes: int = Field(description="Phone-link codes not used yet.")
     other_items: int
+    check_in_schedules: int = Field(default=0, description="The user's check-in schedule (EventBridge Scheduler).")
+
+
+class CheckInsResponse(CamelModel):
+    scheduled: bool = Field(description="Whether the user has a check-in schedule (from their scheduling answers).")
+    days: list[str] = Field(default_factory=list, description="Weekdays, MON to SUN.")
+    at: str | None = Field(default=None, description="Local time, HH:MM.")
+    time_zone: str | None = Field(default=None, description="IANA time zone the time is in.")
+    channel: str | None = Field(default=None, description="sms, or app (found with GET /history).")
+    paused: bool = Field(default=False, description="Paused by STOP (or an opt-out) until START.")
+    next_at: str | None = Field(default=None, description="The next check-in, ISO 8601 with the offset.")
 
 
 class KeptCounts(CamelModel):

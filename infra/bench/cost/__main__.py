@@ -35,7 +35,17 @@ import boto3
 from botocore.exceptions import ClientError
 
 from infra.bench.benchmark.history import seed
-from infra.bench.cost.ledger import LINES, Assumptions, Invocation, PeerTurn, Turn, compare, summarize, summarize_peer
+from infra.bench.cost.ledger import (
+    LINES,
+    Assumptions,
+    Invocation,
+    PeerTurn,
+    Turn,
+    check_in_cost,
+    compare,
+    summarize,
+    summarize_peer,
+)
 from infra.bench.cost.meter import Meter
 from infra.local.bedrock_emulator import BedrockEmulator
 from infra.local.data import local_folder
@@ -308,6 +318,16 @@ def _cost_rows(figures: dict[str, Any]) -> list[str]:
     return [*rows, "| **total, ours** | " + " | ".join(f"**{_money(c['total'])}**" for c in comparisons) + " |"]
 
 
+def _check_in_rows(figures: dict[str, Any]) -> list[str]:
+    """Check-ins a month for 1,000 users, computed from the prices (ledger.check_in_cost)."""
+    kinds = [("weekly", False), ("weekly", True), ("daily", True)]
+    costs = [check_in_cost(figures["assumptions"]["model_id"], often, sms) for often, sms in kinds]
+    rows = ["| a month, 1,000 users | " + " | ".join(f"{o}, {'SMS' if s else 'app'}" for o, s in kinds) + " |"]
+    rows.append("|---|" + "---:|" * len(kinds))
+    rows += [f"| {line} | " + " | ".join(_money(c[line]) for c in costs) + " |" for line in costs[0]]
+    return [*rows, "| **total** | " + " | ".join(f"**{_money(sum(c.values()))}**" for c in costs) + " |"]
+
+
 def _memory_rows(figures: dict[str, Any]) -> list[str]:
     rows = [
         "| history | ours: DynamoDB (computed) | LangChain's store: DynamoDB (computed) | AgentCore Memory "
@@ -377,6 +397,7 @@ def markdown(figures: dict[str, Any]) -> str:
 
 TABLES = {"cost_rows": _cost_rows, "memory_rows": _memory_rows, "measured_rows": _measured_rows}
 TABLES["peer_rows"] = _peer_rows
+TABLES["check_in_rows"] = _check_in_rows
 
 
 def write_plot(figures: dict[str, Any], path: Path) -> None:

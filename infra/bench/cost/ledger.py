@@ -301,3 +301,41 @@ def compare(
         agentcore_memory=agentcore_memory_cost(assumptions),
         peer_failure=peer.failure,
     )
+
+
+# --- check-ins (docs/decisions/0035-check-ins.md): computed from the prices, not measured ---------
+
+USERS = 1_000
+FIRINGS_A_MONTH = {"weekly": 52 / 12, "daily": 365 / 12}
+
+
+@dataclass(frozen=True)
+class CheckInAssumptions:
+    """One check-in: its prompt (the check-in's instructions and the memory's plan, limitation and
+    last messages) and reply in tokens; the function's GB-seconds (1.5 s at 1 GB, mostly waiting on
+    the model); the table's read and write request units (the one Query, the firing's record and
+    the phone; the transaction of message, record, rate count and guard, and the delivered mark);
+    and by SMS its segments, Twilio's US long-code price a segment (not AWS's, so not in
+    prices.toml) and about the carriers' fee a segment (0.0025 to 0.0062)."""
+
+    tokens: tuple[int, int] = (900, 80)
+    lambda_gb_seconds: float = 1.5
+    request_units: tuple[float, float] = (6.0, 9.0)
+    sms: tuple[int, float, float] = (2, 0.0083, 0.003)
+
+
+def check_in_cost(
+    model_id: str, how_often: str, by_sms: bool, a: CheckInAssumptions = CheckInAssumptions()
+) -> dict[str, float]:
+    """Dollars a month for check-ins to 1,000 users, by line."""
+    firings = USERS * FIRINGS_A_MONTH[how_often]
+    input_price, output_price = model_prices(model_id)
+    (reads, writes), (segments, segment_usd, carrier_usd) = a.request_units, a.sms
+    table = reads * price("dynamodb_read_request_unit").each + writes * price("dynamodb_write_request_unit").each
+    return {
+        "EventBridge Scheduler": firings * price("scheduler_invocation").each,
+        "Lambda": firings * (a.lambda_gb_seconds * price("lambda_gb_second_arm64").each + price("lambda_request").each),
+        "Bedrock": firings * (a.tokens[0] * input_price.each + a.tokens[1] * output_price.each),
+        "DynamoDB": firings * table,
+        "SMS (Twilio, carriers)": firings * segments * (segment_usd + carrier_usd) if by_sms else 0.0,
+    }

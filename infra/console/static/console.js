@@ -167,6 +167,10 @@ function renderMemory(memory, changed = []) {
   $("summary").textContent = memory.summary ?? "(no summary yet)";
   $("phones").replaceChildren(...memory.phones.map((phone) => el("li", { text: phone })));
   if (!memory.phones.length) $("phones").append(el("li", { className: "muted", text: "none" }));
+  const checkIn = memory.checkIn;
+  $("check-in").textContent = !checkIn
+    ? "none scheduled"
+    : `${checkIn.schedule}${checkIn.paused ? ", paused (STOP)" : ""}; next: ${checkIn.nextAt ?? "none while paused"}`;
   for (const node of document.querySelectorAll("#memory-panel [data-path]")) {
     node.classList.toggle("changed", changed.includes(node.getAttribute("data-path")));
   }

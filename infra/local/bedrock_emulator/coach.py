@@ -27,6 +27,7 @@ from typing import Any
 from infra.local.bedrock_emulator import memory_talk as talk
 from infra.local.bedrock_emulator import quantities, reading
 from infra.local.bedrock_emulator.rules import message_text
+from onboarding.llm.wording import CHECK_IN_OPENING
 
 SUMMARY_PROMPT_PREFIX = "You keep a running summary"
 _SUMMARY_NONE = "(none)"
@@ -154,6 +155,8 @@ def coach_respond(
 ) -> CoachReply:
     """The scripted coach's reply to a (validated) Converse request: the updated summary, tool
     calls for what the client's message gives, or text (after tool results, or with no tool)."""
+    if system.startswith(CHECK_IN_OPENING):
+        return CoachReply(check_in(system))
     if system.startswith(SUMMARY_PROMPT_PREFIX):
         last_user = next((message for message in reversed(messages) if message.get("role") == "user"), None)
         return CoachReply(summarize(message_text(last_user) if last_user is not None else ""))
@@ -451,6 +454,19 @@ def _acknowledgement(
     elif facts:
         said.append("Thanks for telling me, I'll remember that.")
     return " ".join(said)
+
+
+def check_in(system: str) -> str:
+    """A check-in that names what its prompt's memory holds: the first item of the plan, the
+    limitation to mind, and the name to address (or a plain question when it holds none)."""
+    name = next((line.split(":", 1)[1].strip() for line in system.splitlines() if line.startswith("Address as:")), "")
+    plan = [line.split(": ", 1)[1] for line in talk.section(system, "Their plan:") if ": " in line]
+    mind = [line.removeprefix("- ") for line in talk.section(system, "Limitation to mind:")]
+    opening = f"Hi {name}, checking in" if name else "Checking in"
+    named = [value for value in plan if any(c.isalpha() for c in value)]  # "kettlebells" before "3"
+    about = f"how is it going with {named[0]}?" if named else "how has your week been?"
+    care = f" Remember to go easy with {mind[0]}." if mind else ""
+    return f"{opening}: {about}{care}"
 
 
 def summarize(request_text: str) -> str:

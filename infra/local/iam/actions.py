@@ -17,6 +17,10 @@ where an operation is authorised by more than its own name:
   QueryVectors with a filter, `returnMetadata` or `queryTexts`, and a ListVectors with
   `returnData` or `returnMetadata`, also needs `s3vectors:GetVectors` (S3 Vectors API reference,
   QueryVectors and ListVectors, "Permissions").
+- EventBridge Scheduler: each schedule operation by its own action on the schedule
+  (`schedule/<group>/<name>`); CreateSchedule and UpdateSchedule also pass the target's role,
+  authorised as `iam:PassRole` on it with `iam:PassedToService` (EventBridge Scheduler user guide,
+  "Setting up the execution role").
 - Bedrock: Converse by InvokeModel, ConverseStream by InvokeModelWithResponseStream. A call through a
   cross-region inference profile is authorised on the profile and on the foundation model in each
   region it may route to, with `bedrock:InferenceProfileArn` set (Bedrock user guide, "Prerequisites
@@ -59,7 +63,7 @@ class UnknownOperation(Exception):  # noqa: N818 - a refusal, named for what it 
 # Condition keys the table sets (besides aws:RequestedRegion, set on every request). A policy whose
 # condition names any other key cannot be evaluated here, and the gate refuses what it governs.
 SUPPLIED_CONDITION_KEYS = frozenset(
-    {"aws:requestedregion", "dynamodb:enclosingoperation", "bedrock:inferenceprofilearn"}
+    {"aws:requestedregion", "dynamodb:enclosingoperation", "bedrock:inferenceprofilearn", "iam:passedtoservice"}
 )
 
 
@@ -261,6 +265,18 @@ def _stream_of_iterator(iterator: str) -> str:
     return stream
 
 
+def _schedule(action: str, passes_role: bool = False) -> Callable[[Params, Place], list[Authorization]]:
+    def authorize(params: Params, place: Place) -> list[Authorization]:
+        schedule = arn(place, "scheduler", f"schedule/{params.get('GroupName') or 'default'}/{params['Name']}")
+        found = [Authorization(action, schedule)]
+        if passes_role:
+            passed = {"iam:PassedToService": "scheduler.amazonaws.com"}
+            found.append(Authorization("iam:PassRole", str(params["Target"]["RoleArn"]), passed))
+        return found
+
+    return authorize
+
+
 def _anywhere(action: str) -> Callable[[Params, Place], list[Authorization]]:
     return lambda params, place: [Authorization(action, "*")]
 
@@ -319,6 +335,10 @@ OPERATIONS: Mapping[tuple[str, str], Callable[[Params, Place], list[Authorizatio
     ("s3vectors", "QueryVectors"): _on_vector_index(
         "s3vectors:QueryVectors", ("filter", "returnMetadata", "queryTexts")
     ),
+    ("scheduler", "CreateSchedule"): _schedule("scheduler:CreateSchedule", passes_role=True),
+    ("scheduler", "UpdateSchedule"): _schedule("scheduler:UpdateSchedule", passes_role=True),
+    ("scheduler", "GetSchedule"): _schedule("scheduler:GetSchedule"),
+    ("scheduler", "DeleteSchedule"): _schedule("scheduler:DeleteSchedule"),
     ("appconfigdata", "StartConfigurationSession"): _configuration("appconfig:StartConfigurationSession"),
     ("appconfigdata", "GetLatestConfiguration"): _configuration("appconfig:GetLatestConfiguration"),
 }  # fmt: skip

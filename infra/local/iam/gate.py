@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, unquote
 
 from aws_lambda_powertools import Logger
 
@@ -33,6 +34,14 @@ if TYPE_CHECKING:
 logger = Logger(service="local-iam")
 
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/[^/]+/([^/]+)/")
+_SIGNED_SERVICE = re.compile(r"Credential=[^/,\s]+/[^/]+/[^/]+/([^/]+)/")
+# EventBridge Scheduler's REST operations on one schedule, by method (its path: /schedules/<name>).
+_SCHEDULE_OPERATIONS = {
+    "POST": "CreateSchedule",
+    "PUT": "UpdateSchedule",
+    "GET": "GetSchedule",
+    "DELETE": "DeleteSchedule",
+}
 _KEPT_REFUSALS = 200
 
 
@@ -254,6 +263,21 @@ def decisions(gate: Gate) -> dict[str, Any]:
     }
 
 
+def rest_call(environ: Mapping[str, Any], body: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(service, operation, parameters) of a REST-JSON request (EventBridge Scheduler's): the
+    service from its signature, the operation from its method and path, the parameters from its
+    path, query and body. Any other such request is an operation the table does not know."""
+    signed = _SIGNED_SERVICE.search(environ.get("HTTP_AUTHORIZATION", ""))
+    service = signed.group(1) if signed else "unknown"
+    path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
+    kind, _, name = path.strip("/").partition("/")
+    if service != "scheduler" or kind != "schedules" or not name or method not in _SCHEDULE_OPERATIONS:
+        return service, f"{method} {path}", body
+    query = {key: values[0] for key, values in parse_qs(environ.get("QUERY_STRING", "")).items()}
+    group = body.get("GroupName") or query.get("groupName")
+    return service, _SCHEDULE_OPERATIONS[method], {**body, "Name": unquote(name), "GroupName": group}
+
+
 def policy_checked(app: WsgiApp, gate: Gate) -> WsgiApp:
     def checked(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == DECISIONS_PATH and environ.get("REQUEST_METHOD") == "GET":
@@ -277,6 +301,8 @@ def policy_checked(app: WsgiApp, gate: Gate) -> WsgiApp:
             params = json.loads(body or b"{}")
         except ValueError:
             params = {}
+        if "HTTP_X_AMZ_TARGET" not in environ and isinstance(params, dict):
+            service, operation, params = rest_call(environ, params)
         refused = gate.check(
             service,
             operation or environ.get("PATH_INFO", ""),

@@ -14,7 +14,8 @@ still stands: it is logged and counted (`RecallForgetFailed`), and the table's s
 vector again as its message's removal reaches the indexer.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
@@ -28,6 +29,12 @@ from onboarding.model.users import ErasedMark, ErasureReport, LinkCode
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
 
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from onboarding.checkins.outreach import CheckInService
+    from onboarding.checkins.timetable import Scheduled
+
 logger = Logger(child=True)
 
 
@@ -36,6 +43,8 @@ class AccountService:
     store: Repositories
     limits: Limits
     index: VectorIndex | None = None  # the recall index: an erase deletes the user's vectors too
+    # The check-in schedules: an erase deletes the user's; a link's merge moves it to the kept user.
+    check_ins: "CheckInService | None" = None
 
     def history(
         self, user_id: str, limit: int | None = None, cursor: str | None = None, caller: Caller | None = None
@@ -66,9 +75,23 @@ class AccountService:
         it joined that user (a link's merge)."""
         report = self.store.erasure.erase(user_id, merged_into=merged_into)
         vectors = self._forget(user_id, report.message_ids)
+        if self.check_ins is not None:
+            if merged_into is not None:
+                # A link: the phone user's schedule becomes the app user's (paused if it was),
+                # then follows the merged answers.
+                self.check_ins.move(user_id, merged_into)
+                self.check_ins.replan_stored(merged_into)
+            else:
+                report = replace(report, check_in_schedules=self.check_ins.erase(user_id))
         counts = {**erasure_counts(report), "vectors": vectors}
         record_access(caller or Caller.function("erase"), user_id, counts, access="erase")
         return report
+
+    def check_in_schedule(self, user_id: str) -> "tuple[Scheduled, datetime | None] | None":
+        """The user's check-in schedule and its next time (None when paused), or None without one."""
+        if self.check_ins is None or (scheduled := self.check_ins.scheduled(user_id)) is None:
+            return None
+        return scheduled, self.check_ins.next_time(scheduled)
 
     def erased_mark(self, user_id: str) -> ErasedMark | None:
         """When `user_id` was last erased, and whom their memory joined if a link's merge was why."""

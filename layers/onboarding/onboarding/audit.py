@@ -73,6 +73,7 @@ def erasure_counts(report: ErasureReport) -> dict[str, int]:
         "dedupe_records": report.dedupe_records,
         "link_codes": report.link_codes,
         "other_items": report.other_items,
+        "check_in_schedules": report.check_in_schedules,
     }
 
 

@@ -15,7 +15,7 @@ import boto3
 from botocore.config import Config
 
 from onboarding.account import AccountService
-from onboarding.config import Limits, Settings, WebhookSettings, WorkerSettings
+from onboarding.config import CheckInSettings, Limits, Settings, WebhookSettings, WorkerSettings
 from onboarding.model.users import new_sms_user_id
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from mypy_boto3_appconfigdata import AppConfigDataClient
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from onboarding.checkins.outreach import CheckInService
+    from onboarding.checkins.timetable import CheckInTimetable
     from onboarding.recall.indexer import MessageIndexer
     from onboarding.recall.recaller import Recaller
     from onboarding.rollout import MemoryFlags
@@ -97,6 +99,46 @@ def build_indexer(settings: Settings) -> "MessageIndexer":
     return MessageIndexer(build_embeddings(settings), index, store.conversations, settings.recall)
 
 
+def build_timetable(settings: Settings) -> "CheckInTimetable | None":
+    """The users' check-in schedules (EventBridge Scheduler), or None when the settings name no
+    schedule group. The client is made at the first schedule change, not on the cold path."""
+    group, target, role = settings.check_in_schedule_group, settings.check_in_function_arn, settings.check_in_role_arn
+    if not group:
+        return None
+    if not (target and role):
+        raise ValueError("CHECK_IN_SCHEDULE_GROUP needs CHECK_IN_FUNCTION_ARN and CHECK_IN_ROLE_ARN")
+    from onboarding.checkins.timetable import CheckInTimetable
+
+    def connect() -> Any:
+        config = Config(
+            retries={"mode": "standard", "total_max_attempts": settings.dynamodb_max_attempts},
+            connect_timeout=settings.dynamodb_connect_timeout_s,
+            read_timeout=settings.dynamodb_read_timeout_s,
+        )
+        return boto3.client("scheduler", region_name=settings.region, config=config)
+
+    return CheckInTimetable(connect, group, target, role, settings.check_in_window_minutes)
+
+
+def build_check_ins(
+    settings: Settings,
+    store: Repositories,
+    llm: "BaseChatModel | None" = None,
+    sender: "SmsSender | None" = None,
+    from_number: str | None = None,
+) -> "CheckInService":
+    """The check-ins: with `llm`, one that writes them (the CheckInFunction); without, one that
+    keeps the schedules only (the functions that save answers, erase and link)."""
+    from onboarding.checkins.outreach import CheckInService
+
+    agent = None
+    if llm is not None:
+        from onboarding.agents.check_in import CheckInAgent
+
+        agent = CheckInAgent(llm, settings.check_in_max_chars)
+    return CheckInService(store, agent, settings, build_timetable(settings), sender, from_number)
+
+
 def build_orchestrator(
     settings: Settings, store: Repositories, llm: "BaseChatModel | None" = None
 ) -> "OnboardingAgentOrchestrator":
@@ -163,11 +205,17 @@ def build_turn_service(
         store_breaker=CircuitBreaker(settings.store_breaker, name="store"),
         flags=build_memory_flags(settings).for_user,
         recaller=recaller or build_recaller(settings, getattr(llm, "client", None)),
+        check_ins=build_check_ins(settings, store) if settings.check_in_schedule_group else None,
     )
 
 
 def build_account(settings: Settings, store: Repositories) -> AccountService:
-    return AccountService(store, settings, build_vector_index(settings))
+    return AccountService(store, settings, build_vector_index(settings), _schedules(settings, store))
+
+
+def _schedules(settings: Settings, store: Repositories) -> "CheckInService | None":
+    """What an erase, a link or a STOP changes of the user's check-in schedule (None: no schedules)."""
+    return build_check_ins(settings, store) if settings.check_in_schedule_group else None
 
 
 def sms_intake(
@@ -177,26 +225,32 @@ def sms_intake(
     index: VectorIndex | None = None,
     clock: Callable[[], float] = time.time,
     new_user_id: Callable[[], str] = new_sms_user_id,
+    check_ins: "CheckInService | None" = None,
 ) -> "SmsIntake":
     """The webhook's intake over `store`, wired as the webhook runs it: the phone's service and the
-    account's (whose erase takes the user's vectors from `index` too)."""
+    account's (whose erase takes the user's vectors from `index` too, and their check-in schedule
+    from `check_ins`, which STOP pauses and a link moves)."""
     from onboarding.linking import PhoneLinking
     from onboarding.sms.intake import SmsIntake
 
-    account = AccountService(store, limits, index)
+    account = AccountService(store, limits, index, check_ins)
     linking = PhoneLinking(store, limits, account, new_user_id, clock)
     return SmsIntake(linking, account, queue, limits, clock)
 
 
 def sms_responder(
-    service: "TurnService", store: Repositories, sender: "SmsSender", index: VectorIndex | None = None
+    service: "TurnService",
+    store: Repositories,
+    sender: "SmsSender",
+    index: VectorIndex | None = None,
+    check_ins: "CheckInService | None" = None,
 ) -> "SmsResponder":
     """The worker's responder, wired as the worker runs it: the turn service, the phone's service
     (and the account's, for a pending merge's erase) and Twilio's sender."""
     from onboarding.linking import PhoneLinking
     from onboarding.sms.responder import SmsResponder
 
-    linking = PhoneLinking(store, service.limits, AccountService(store, service.limits, index))
+    linking = PhoneLinking(store, service.limits, AccountService(store, service.limits, index, check_ins))
     return SmsResponder(service, linking, sender)
 
 
@@ -280,7 +334,9 @@ def build_webhook(settings: Settings, sms: WebhookSettings) -> WebhookParts:
     client = _table_client(settings)
     queue = TurnQueue(boto3.client("sqs", region_name=settings.region), sms.queue_url)
     repositories = Repositories.over(client, settings.table_name, settings)
-    intake = sms_intake(repositories, queue, settings, build_vector_index(settings))
+    intake = sms_intake(
+        repositories, queue, settings, build_vector_index(settings), check_ins=_schedules(settings, repositories)
+    )
     return WebhookParts(intake, _idempotency_layer(sms.idempotency_table_name, client))
 
 
@@ -293,17 +349,39 @@ class WorkerParts(NamedTuple):
 def build_worker(settings: Settings, sms: WorkerSettings) -> WorkerParts:
     """The worker's responder (the turn service, the phone directory and Twilio's sender) and the
     primer its SnapStart hooks call."""
-    from onboarding.sms.sender import TwilioSender, prime_twilio
+    from onboarding.sms.sender import prime_twilio
 
     client, store, llm, recaller, primer = _model_parts(settings, also=prime_twilio)
+    sender = _twilio_sender(sms.twilio_account_sid, sms.twilio_auth_token_parameter, sms)
+    service = build_turn_service(settings, store, llm, recaller)
+    responder = sms_responder(service, store, sender, build_vector_index(settings), _schedules(settings, store))
+    return WorkerParts(responder, primer, _idempotency_layer(sms.idempotency_table_name, client))
+
+
+def _twilio_sender(account_sid: str, token_parameter: str, sms: "WorkerSettings | CheckInSettings") -> "SmsSender":
+    """Twilio's sender, its auth token read from SSM (cached, so a rotation needs no redeploy)."""
+    from onboarding.sms.sender import TwilioSender
+
     parameters = build_parameters()
-    sender = TwilioSender(
-        sms.twilio_account_sid,
-        lambda: twilio_auth_token(parameters, sms.twilio_auth_token_parameter, sms.parameter_max_age_s),
+    return TwilioSender(
+        account_sid,
+        lambda: twilio_auth_token(parameters, token_parameter, sms.parameter_max_age_s),
         sms.twilio_api_base_url,
         sms.twilio_send_attempts,
         sms.twilio_timeout_s,
     )
-    service = build_turn_service(settings, store, llm, recaller)
-    responder = sms_responder(service, store, sender, build_vector_index(settings))
-    return WorkerParts(responder, primer, _idempotency_layer(sms.idempotency_table_name, client))
+
+
+def build_check_in_function(settings: Settings, sms: CheckInSettings) -> "CheckInService":
+    """The CheckInFunction's service: the table, the model (the check-in agent's) and, when the
+    settings name a Twilio account, its sender. It changes no schedule itself."""
+    from onboarding.llm.bedrock import build_chat_model
+
+    sender = None
+    if sms.twilio_account_sid and sms.twilio_auth_token_parameter:
+        sender = _twilio_sender(sms.twilio_account_sid, sms.twilio_auth_token_parameter, sms)
+    store = build_repositories(settings)
+    llm = build_chat_model(settings)
+    return build_check_ins(
+        settings.model_copy(update={"check_in_schedule_group": None}), store, llm, sender, sms.twilio_from_number
+    )

@@ -82,7 +82,11 @@ class PhoneLinking:
         return self.store.phones.find_owner(phone)
 
     def set_opted_out(self, phone: str, opted_out: bool) -> None:
+        """STOP (or a send refused as opted out) pauses the owner's check-in schedule; START resumes it."""
         self.store.phones.set_opted_out(phone, opted_out)
+        check_ins = self.account.check_ins
+        if check_ins is not None and (owner := self.store.phones.find_owner(phone)) is not None:
+            check_ins.pause(owner.user_id, opted_out)
 
     def request_erase(self, phone: str, until_s: int) -> None:
         """DELETE MY DATA: the number's user may confirm with YES DELETE until `until_s`."""

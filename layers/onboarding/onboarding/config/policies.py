@@ -4,6 +4,7 @@ They have no defaults on purpose: every number comes from `onboarding.config.Lim
 """
 
 from dataclasses import dataclass
+from datetime import time, timedelta
 from typing import Literal
 
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS
@@ -97,3 +98,30 @@ class ConversationRules:
 
     gap_s: float
     reset_keywords: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class QuietHours:
+    """The local hours no check-in is sent in, `start` to `end` (across midnight when `start` is
+    later), and the minutes a scheduled check-in may come late (the schedule's flexible window)."""
+
+    start: time
+    end: time
+    window_minutes: int
+
+    def contains(self, at: time) -> bool:
+        """Whether the local clock time `at` is inside the quiet hours (`end` itself is not)."""
+        if self.start <= self.end:
+            return self.start <= at < self.end
+        return at >= self.start or at < self.end
+
+    def allows(self, at: time) -> bool:
+        """Whether a check-in scheduled at `at` arrives outside the quiet hours however late the
+        window lets it come (every minute from `at` to `at` plus the window)."""
+        start = timedelta(hours=at.hour, minutes=at.minute)
+        for minute in range(self.window_minutes + 1):
+            moment = start + timedelta(minutes=minute)
+            clock = time((moment.seconds // 3600) % 24, (moment.seconds // 60) % 60)
+            if self.contains(clock):
+                return False
+        return True

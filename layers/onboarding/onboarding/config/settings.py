@@ -3,6 +3,7 @@ the SMS functions read besides: `WebhookSettings`, `WorkerSettings`, which templ
 the policies derived from the limits: no other module holds a default that could drift from these.
 """
 
+from datetime import time
 from typing import Self
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
@@ -13,6 +14,7 @@ from onboarding.config.policies import (
     ConversationRules,
     FoldPolicy,
     PromptLimits,
+    QuietHours,
     RateLimit,
     RecallMode,
     RecallPolicy,
@@ -52,6 +54,14 @@ def kept_prompt_tokens(value_chars: int) -> int:
     return PROMPT_INSTRUCTIONS_TOKENS + PROMPT_KEPT_VALUES * (
         WORST_TOKENS_PER_CHAR * value_chars + PROMPT_VALUE_LINE_TOKENS
     )
+
+
+_CLOCK = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"  # a local clock time, HH:MM
+
+
+def _clock(text: str) -> time:
+    hours, minutes = text.split(":")
+    return time(int(hours), int(minutes))
 
 
 class Limits(_FromEnv):
@@ -162,6 +172,13 @@ class Limits(_FromEnv):
     embedding_dimensions: int = Field(default=1024, validation_alias="EMBEDDING_DIMENSIONS")
     # At most the ASCII characters Titan's 8,192 tokens hold by recall/embeddings.py's estimate.
     embedding_max_chars: int = Field(default=8_000, ge=100, le=24_000, validation_alias="EMBEDDING_MAX_CHARS")
+    # Check-ins (docs/decisions/0035-check-ins.md): the local hours none is sent in (from START to
+    # END, across midnight), the minutes EventBridge Scheduler may deliver one late (its flexible
+    # window), and the longest check-in sent (two SMS segments by default).
+    check_in_quiet_start: str = Field(default="21:00", pattern=_CLOCK, validation_alias="CHECK_IN_QUIET_START")
+    check_in_quiet_end: str = Field(default="08:00", pattern=_CLOCK, validation_alias="CHECK_IN_QUIET_END")
+    check_in_window_minutes: int = Field(default=5, ge=1, le=60, validation_alias="CHECK_IN_WINDOW_MINUTES")
+    check_in_max_chars: int = Field(default=320, ge=60, le=1600, validation_alias="CHECK_IN_MAX_CHARS")
 
     @field_validator("reset_keywords", mode="before")
     @classmethod
@@ -258,6 +275,12 @@ class Limits(_FromEnv):
         return self.turn_deadline_s + TURN_LEASE_MARGIN_S
 
     @property
+    def quiet_hours(self) -> QuietHours:
+        return QuietHours(
+            _clock(self.check_in_quiet_start), _clock(self.check_in_quiet_end), self.check_in_window_minutes
+        )
+
+    @property
     def rate_limit(self) -> RateLimit | None:
         return RateLimit(self.rate_limit_messages, self.rate_limit_window_s) if self.rate_limit_messages else None
 
@@ -311,6 +334,11 @@ class Settings(Limits):
     # turns recall nothing (the feature is off, as before it existed).
     recall_index_arn: str | None = Field(default=None, validation_alias="RECALL_INDEX_ARN")
     embedding_model_id: str = Field(default=DEFAULT_EMBEDDING_MODEL_ID, validation_alias="EMBEDDING_MODEL_ID")
+    # Check-in schedules (EventBridge Scheduler): the schedule group, the CheckInFunction they
+    # invoke and the role they invoke it with. Without a group no schedule is made.
+    check_in_schedule_group: str | None = Field(default=None, validation_alias="CHECK_IN_SCHEDULE_GROUP")
+    check_in_function_arn: str | None = Field(default=None, validation_alias="CHECK_IN_FUNCTION_ARN")
+    check_in_role_arn: str | None = Field(default=None, validation_alias="CHECK_IN_ROLE_ARN")
 
     @model_validator(mode="after")
     def _one_flag_source(self) -> Self:
@@ -358,4 +386,18 @@ class WorkerSettings(_FromEnv):
     twilio_send_attempts: int = Field(default=3, ge=1, le=10, validation_alias="TWILIO_SEND_ATTEMPTS")
     twilio_timeout_s: float = Field(default=10.0, gt=0, le=60, validation_alias="TWILIO_TIMEOUT_S")
     dedupe_window_s: int = Field(default=24 * 3600, ge=300, validation_alias="SMS_DEDUPE_WINDOW_S")
+    parameter_max_age_s: int = Field(default=300, ge=1, validation_alias="SSM_PARAMETER_MAX_AGE_S")
+
+
+class CheckInSettings(_FromEnv):
+    """What the check-in function reads besides `Settings` (template.yaml sets it): Twilio, for
+    the check-ins by SMS, and the number they are sent from. Without an account, SMS check-ins
+    are stored and not sent."""
+
+    twilio_account_sid: str | None = Field(default=None, validation_alias="TWILIO_ACCOUNT_SID")
+    twilio_auth_token_parameter: str | None = Field(default=None, validation_alias="TWILIO_AUTH_TOKEN_PARAMETER")
+    twilio_api_base_url: str | None = Field(default=None, pattern=r"^https?://", validation_alias="TWILIO_API_BASE_URL")
+    twilio_from_number: str | None = Field(default=None, validation_alias="TWILIO_FROM_NUMBER")
+    twilio_send_attempts: int = Field(default=3, ge=1, le=10, validation_alias="TWILIO_SEND_ATTEMPTS")
+    twilio_timeout_s: float = Field(default=10.0, gt=0, le=60, validation_alias="TWILIO_TIMEOUT_S")
     parameter_max_age_s: int = Field(default=300, ge=1, validation_alias="SSM_PARAMETER_MAX_AGE_S")

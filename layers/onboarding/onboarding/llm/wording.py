@@ -226,3 +226,28 @@ def reset_reply(step: OnboardingAgentType, onboarding_complete: bool) -> str:
     return (
         RESTART_REPLY if onboarding_complete else RESET_REPLY_WITH_STEP.format(title=STEP_PROMPTS[step].title.lower())
     )
+
+
+# The check-in's agent (agents/check_in.py): the system prompt starts with CHECK_IN_OPENING (the
+# local coach knows a check-in by it), then the memory's sections, each under its header.
+CHECK_IN_OPENING = "You are checking in with a client, unprompted, as they asked"
+CHECK_IN_PROMPT = (
+    CHECK_IN_OPENING + ": {cadence}. It is {local_time} for them now.\n"
+    "Write one short, warm message: at most two sentences and {max_chars} characters, no greeting line "
+    "of its own. Use what the memory below holds: name one concrete thing from their plan or the last "
+    "conversation, and keep a limitation in mind if there is one. Never invent anything the memory "
+    "does not hold. End with one question they can answer in a few words."
+)
+CHECK_IN_HEADERS: Mapping[str, str] = {
+    "address": "Address as:",
+    "plan": "Their plan:",
+    "limitation": "Limitation to mind:",
+    "last": "Last conversation:",
+}
+# The user's side of the request (Converse starts with a user message): the cue to write it.
+CHECK_IN_CUE = "(It is time for the scheduled check-in. Write it now.)"
+# What the coach says when a check-ins answer cannot be read as a schedule (the tools' result).
+CHECK_IN_ASK_AGAIN = (
+    "The {item} answer could not be read as a check-in schedule ({why}); it was not saved. Ask the "
+    "client again: how often, on which days, at what time, and by app or by SMS."
+)

@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from onboarding.checkins.cadence import Unreadable, read_cadence
 from onboarding.config import Limits
-from onboarding.llm.wording import STEP_PROMPTS
+from onboarding.llm.wording import CHECK_IN_ASK_AGAIN, STEP_PROMPTS
 from onboarding.model.answers import Answer, AnswerSource, read_answer, step_answers
 from onboarding.model.immutable import thaw
 from onboarding.model.profile import PROFILE_FIELDS, FactKind, UserProfile
@@ -129,12 +130,17 @@ class WorkingCopy:
         }
         if self._completed_at is not None:
             return json.dumps({"error": "onboarding is already complete; nothing was saved"})
+        unreadable = self._unreadable_schedule(self.step, given)
+        if unreadable is not None:
+            given.pop(unreadable.item, None)
         for key, value in given.items():
             self._store_answer(self.step, key, value)
         if self._waiting is not None and self._waiting.field in given:
             self._waiting = None
         self.state_changed = True
         result: dict[str, Any] = {"saved": sorted(given)}
+        if unreadable is not None:
+            result["ask_again"] = CHECK_IN_ASK_AGAIN.format(item=unreadable.item, why=unreadable.why)
         missing = self._missing(self.step)
         if not step_complete or missing:
             result |= {"step_complete": False, "still_missing": missing}
@@ -155,6 +161,15 @@ class WorkingCopy:
             result["next_question"] = open_fields[0].question
         return json.dumps(result)
 
+    def _unreadable_schedule(self, step: OnboardingAgentType, given: Mapping[str, str]) -> Unreadable | None:
+        """A check-ins (or time zone) answer that cannot be read as a schedule is not saved, and
+        the model is told to ask again: never guessed (checkins/cadence.py)."""
+        if step != OnboardingAgentType.SCHEDULING or not given.keys() & {"check_ins", "timezone"}:
+            return None
+        saved = {key: answer.value for key, answer in step_answers(self._agent_context, step.value).items()}
+        read = read_cadence(saved | dict(given), self._limits.quiet_hours)
+        return read if isinstance(read, Unreadable) and read.item in given else None
+
     def remember(self, kind: FactKind, value: str) -> str:
         """What `remember_fact` does: keep a fact about the client in the profile."""
         self._log("remember", kind, value)
@@ -169,6 +184,9 @@ class WorkingCopy:
         step, field = _item(item)
         if step is None or is_blank(value):
             return json.dumps({"error": f"unknown item {item!r}" if step is None else "no value given"})
+        unreadable = self._unreadable_schedule(step, {field: self._clean(value)})
+        if unreadable is not None:
+            return json.dumps({"error": CHECK_IN_ASK_AGAIN.format(item=unreadable.item, why=unreadable.why)})
         self._log("correct", item, value)
         after, before = self._store_answer(step, field, self._clean(value))
         if self._waiting is not None and self._waiting.step == step and self._waiting.field == field:

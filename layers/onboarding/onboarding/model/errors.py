@@ -107,3 +107,8 @@ class RecallUnavailableError(Exception):
     def reason(self) -> str:
         """What failed, as a log token (as `StoreError.reason`)."""
         return StoreError.reason.fget(self)  # type: ignore[attr-defined, no-any-return]
+
+
+class ScheduleError(StoreError):
+    """EventBridge Scheduler (the check-in schedules) refused or could not be reached: answered
+    as the store's failures are (503, try again)."""

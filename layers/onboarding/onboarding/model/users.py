@@ -78,6 +78,7 @@ class ErasureReport:
     # Kept, not deleted: LIMIT# counters hold only how many messages were sent in a window and
     # expire within the hour; erasing them would let an erase reset the rate limit.
     kept_rate_counters: int = 0
+    check_in_schedules: int = 0  # the user's check-in schedule (EventBridge Scheduler), deleted with them
     # The ids of the messages erased, so that what was made of them elsewhere (their vectors in the
     # recall index) goes too. Not a count: not in `total`, nor in comparing two reports.
     message_ids: tuple[str, ...] = field(default=(), compare=False)
@@ -95,6 +96,7 @@ class ErasureReport:
             + self.dedupe_records
             + self.link_codes
             + self.other_items
+            + self.check_in_schedules
         )
 
 

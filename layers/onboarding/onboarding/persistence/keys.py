@@ -91,6 +91,12 @@ def client_key(user_id: str, client_id: str) -> Key:
     return user_key(user_id, f"{CLIENT_PREFIX}{client_id}")
 
 
+def check_in_id(fire_key: str) -> str:
+    """The client id a check-in's firing is recorded under: its schedule's fire time, so every
+    delivery of one firing finds the same record (characters outside the id pattern dropped)."""
+    return "checkin." + re.sub(r"[^A-Za-z0-9_.:-]", "", fire_key)[:100]
+
+
 def contact_key(user_id: str, phone: str) -> Key:
     return user_key(user_id, f"{CONTACT_PREFIX}{phone}")
 

@@ -32,17 +32,19 @@ from onboarding.model.errors import (
 from onboarding.model.history import ClaimedTurn, CommittedTurn, ConversationSummary, TurnCommit
 from onboarding.model.messages import Message, Role
 from onboarding.persistence.calls import (
+    ConditionFailed,
     KeyCollision,
     Transaction,
     TransactionCancelled,
     run_once,
+    store_call,
     versioned_put,
     with_fresh_keys,
 )
 from onboarding.persistence.client_records import CLAIM_ITEM, ClientRecords
 from onboarding.persistence.codec import message_item, profile_item, state_item, summary_item
 from onboarding.persistence.erasure import ERASED_CHECK, erasure_guard
-from onboarding.persistence.keys import CLIENT_ID_PATTERN, client_key, new_message_id
+from onboarding.persistence.keys import CLIENT_ID_PATTERN, check_in_id, client_key, new_message_id
 from onboarding.persistence.rate_limit import RATE_ITEM, RateLimiter
 
 if TYPE_CHECKING:
@@ -138,6 +140,29 @@ class TurnWriter:
                 raise KeyCollision from None
             raise
 
+    def _claim(
+        self,
+        transaction: Transaction,
+        user_id: str,
+        record: dict[str, Any],
+        rate_limit: RateLimit | None,
+        since_ms: int,
+        what: str,
+    ) -> bool:
+        """Run `transaction` with a new client id's `record`, counted by `rate_limit` and guarded
+        against an erase since `since_ms`; False when the id was recorded before (nothing stored)."""
+        transaction.add(CLAIM_ITEM, "Put", {"Item": record, "ConditionExpression": "attribute_not_exists(sk)"})
+        if rate_limit is not None:
+            self._rate_limits.add_count(transaction, user_id, rate_limit)
+        erasure_guard(transaction, user_id, since_ms)
+        try:
+            self._run(transaction, what, rate_limit)
+        except TransactionCancelled as cancelled:
+            if CLAIM_ITEM in cancelled.failed:
+                return False
+            raise
+        return True
+
     def _fresh_keys(self, what: str, attempt: Callable[[], Any]) -> Any:
         return with_fresh_keys(self._limits.write_attempts, what, attempt)
 
@@ -189,25 +214,14 @@ class TurnWriter:
             transaction = Transaction(self._table)
             self._add_message(transaction, _message_name(0), user_id, message)
             claim = {
-                "Item": {
-                    **client_key(user_id, client_id),
-                    "user_message_id": {"S": message.message_id},
-                    "expires_at": {"N": str(int(self._clock()) + self._limits.client_record_lifetime_s)},
-                    "lease": {"S": lease},
-                    "lease_until_ms": {"N": str(until)},
-                },
-                "ConditionExpression": "attribute_not_exists(sk)",
+                **client_key(user_id, client_id),
+                "user_message_id": {"S": message.message_id},
+                "expires_at": {"N": str(int(self._clock()) + self._limits.client_record_lifetime_s)},
+                "lease": {"S": lease},
+                "lease_until_ms": {"N": str(until)},
             }
-            transaction.add(CLAIM_ITEM, "Put", claim)
-            if rate_limit is not None:
-                self._rate_limits.add_count(transaction, user_id, rate_limit)
-            erasure_guard(transaction, user_id, since)
-            try:
-                self._run(transaction, "could not store the user message", rate_limit)
-            except TransactionCancelled as cancelled:
-                if CLAIM_ITEM in cancelled.failed:
-                    return self._claimed_before(user_id, client_id, content, rate_limit, since)
-                raise
+            if not self._claim(transaction, user_id, claim, rate_limit, since, "could not store the user message"):
+                return self._claimed_before(user_id, client_id, content, rate_limit, since)
             return ClaimedTurn(message, reply=None, first=True, lease=lease, lease_until_ms=until)
 
         claimed: ClaimedTurn = self._fresh_keys("the user message", attempt)
@@ -300,6 +314,73 @@ class TurnWriter:
 
         committed: CommittedTurn = self._fresh_keys("the assistant message", attempt)
         return committed
+
+    def store_check_in(
+        self,
+        user_id: str,
+        fire_key: str,
+        text: str,
+        since_ms: int,
+        delivered: bool,
+        rate_limit: RateLimit | None = None,
+    ) -> ClaimedTurn:
+        """Store a check-in once per firing: the assistant message and the record of its key
+        (`fire_key`: the schedule's fire time), in one transaction, counted by `rate_limit` like a
+        message (RateLimitedError when the window is full). A later firing of the same
+        time stores nothing and gets the first one's check-in (`first` False), delivered or not.
+        A write that landed but whose answer was lost is recognised as ours (`run_once`), so it is
+        neither lost nor stored twice. `delivered`: the check-in needs no sending (the app's).
+        UserErasedError when the user was erased since `since_ms`."""
+        client_id = check_in_id(fire_key)
+
+        def attempt() -> ClaimedTurn:
+            message = self._stamper.stamp(Message("assistant", text))
+            until = self.records.lease_until_ms()
+            transaction = Transaction(self._table)
+            self._add_message(transaction, _message_name(0), user_id, message)
+            record = {
+                **client_key(user_id, client_id),
+                "user_message_id": {"S": message.message_id},
+                "reply_message_id": {"S": message.message_id},
+                "reply_text": {"S": text},
+                "delivered": {"BOOL": delivered},
+                "lease_until_ms": {"N": str(until)},
+                "expires_at": {"N": str(int(self._clock()) + self._limits.client_record_lifetime_s)},
+            }
+            if not self._claim(transaction, user_id, record, rate_limit, since_ms, "could not store the check-in"):
+                return self.records.earlier_turn(user_id, client_id, None)
+            return ClaimedTurn(message, message, first=True, delivered=delivered, reply_text=text, lease_until_ms=until)
+
+        claimed: ClaimedTurn = self._fresh_keys("the check-in", attempt)
+        return claimed
+
+    def stored_check_in(self, user_id: str, fire_key: str) -> ClaimedTurn | None:
+        """The check-in stored for a firing, or None (one consistent read)."""
+        key = client_key(user_id, check_in_id(fire_key))
+        with store_call("could not read the check-in"):
+            found = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+        return None if found is None else self.records.earlier_turn(user_id, check_in_id(fire_key), None)
+
+    def hold_check_in(self, user_id: str, fire_key: str) -> bool:
+        """Take the sending of a stored, undelivered check-in whose earlier sender's hold ran out
+        (a firing that failed after storing it). False when it was delivered or is still held."""
+        now_ms = int(self._clock() * 1000)
+        try:
+            with store_call("could not hold the check-in"):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=client_key(user_id, check_in_id(fire_key)),
+                    UpdateExpression="SET lease_until_ms = :until",
+                    ConditionExpression="attribute_exists(sk) AND delivered = :no AND lease_until_ms <= :now",
+                    ExpressionAttributeValues={
+                        ":until": {"N": str(self.records.lease_until_ms())},
+                        ":no": {"BOOL": False},
+                        ":now": {"N": str(now_ms)},
+                    },
+                )
+        except ConditionFailed:
+            return False
+        return True
 
     def save_summary(self, user_id: str, summary: ConversationSummary, since_ms: int | None = None) -> bool:
         """Store `summary` unless a summary that covers more is stored already (a later fold that

@@ -22,17 +22,19 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from aws_lambda_powertools import Logger
 
 from onboarding.breaker import CircuitBreaker
+from onboarding.checkins.cadence import SCHEDULE_ITEMS
 from onboarding.config import Limits
 from onboarding.config.flags import MemoryFeatures
 from onboarding.llm.bedrock import open_stream
 from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.memory.window import conversation_start
 from onboarding.metrics import count_metric
+from onboarding.model.answers import Answer, step_answers
 from onboarding.model.errors import (
     CoachUnavailableError,
     MemoryChangedError,
@@ -41,8 +43,9 @@ from onboarding.model.errors import (
     StoreError,
     UserErasedError,
 )
-from onboarding.model.history import ClaimedTurn, ConversationSummary, TurnCommit
+from onboarding.model.history import ClaimedTurn, ConversationSummary, TurnCommit, TurnContext
 from onboarding.model.messages import Message
+from onboarding.model.state import OnboardingState
 from onboarding.model.text import is_blank
 from onboarding.persistence import Repositories
 from onboarding.summary import (
@@ -55,6 +58,9 @@ from onboarding.summary import (
 )
 from onboarding.telemetry import TurnLedger, counting, fold_accounted, turn_responded
 from onboarding.turn.orchestrator import PreparedTurn
+
+if TYPE_CHECKING:
+    from onboarding.checkins.outreach import CheckInService
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,8 @@ class TurnDependencies:
     breaker: CircuitBreaker
     summarizer: Summarizer | None
     clock: Callable[[], datetime]
+    # The check-in schedules: kept in step with the scheduling answers a turn changes (None: none kept).
+    check_ins: "CheckInService | None" = None
 
 
 @dataclass(frozen=True)
@@ -335,8 +343,21 @@ class Turn:
         # A concurrent delivery of the same client message id may have stored its reply first: then
         # that one is the turn's reply, and nothing of this one is stored.
         replies = [m for m in committed.messages if m.role == "assistant" and not is_blank(m.content)]
+        if not committed.earlier and commit.state is not None:
+            await self._replan(user_id, memory.state, commit.state)
         self._stored = () if committed.earlier else committed.messages
         self.result = TurnResult(self.user_message, replies[-1] if replies else None, committed.reply_text)
+
+    async def _replan(self, user_id: str, before: OnboardingState, after: OnboardingState) -> None:
+        """The user's check-in schedule made or changed when the turn saved a scheduling answer it
+        depends on (check_ins, training days or time, time zone); never fails the turn."""
+        check_ins = self._deps.check_ins
+        if check_ins is None:
+            return
+        old, new = (step_answers(s.agent_context, "scheduling") for s in (before, after))
+        if all(_value(old.get(key)) == _value(new.get(key)) for key in SCHEDULE_ITEMS):
+            return
+        await asyncio.to_thread(check_ins.replan, user_id, TurnContext(state=after))
 
     async def fold_summary(self) -> None:
         """Fold what left the window into the summary (a model call, so after the reply is out),
@@ -412,3 +433,7 @@ async def fold_if_due(
         count_metric("SummaryFoldFailed")
         return
     logger.info("Folded messages into the summary", extra={"folded": len(due), "backlog": not reached})
+
+
+def _value(answer: Answer | None) -> str | None:
+    return None if answer is None else answer.value

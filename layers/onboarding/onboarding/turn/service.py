@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from aws_lambda_powertools import Logger
 
@@ -47,6 +47,9 @@ from onboarding.turn.orchestrator import (
     single_prompt_context,
 )
 from onboarding.turn.run import Deadline, Delivery, Turn, TurnDependencies, TurnResult, TurnWatch
+
+if TYPE_CHECKING:
+    from onboarding.checkins.outreach import CheckInService
 
 logger = Logger(child=True)
 
@@ -95,14 +98,16 @@ class TurnService:
         *,
         store_breaker: CircuitBreaker,
         recaller: Recaller | None = None,
+        check_ins: "CheckInService | None" = None,
     ) -> None:
-        """`recaller`: the recall index and its embeddings (None: no recall, as without an index)."""
+        """`recaller`: the recall index and its embeddings (None: no recall, as without an index).
+        `check_ins`: keeps the user's check-in schedule in step with the answers (None: no schedules)."""
         self._orchestrator = orchestrator
         self._recaller = recaller
         self._flags = flags  # the user's memory features (onboarding/rollout.py); never raises
         self._limits = orchestrator.limits
         self._store_breaker = store_breaker
-        self._deps = TurnDependencies(store, self._limits, breaker, summarizer, clock)
+        self._deps = TurnDependencies(store, self._limits, breaker, summarizer, clock, check_ins)
 
     @property
     def limits(self) -> Limits:
