@@ -62,12 +62,14 @@ def test_the_full_run_keeps_the_synthetic_goals_and_reads_locomo_whole_when_give
     # Every answer reaches the model (each evidence line, or failing that the answer's words), and no
     # superseded value is shown as current. Strict recall (every evidence line verbatim) is not at
     # 100 %: a correction's answer is in the saved answers, its line not always recalled
-    # (docs/memory-benchmark.md); the floor keeps recall from slipping back towards recall off (41 %).
+    # (docs/memory-benchmark.md); the floor sits just under the published run's figure.
     assert synthetic["ours"]["loose"] == synthetic["answerable"]
-    assert synthetic["ours"]["strict"] >= 0.85 * synthetic["answerable"]
+    assert synthetic["ours"]["strict"] >= 0.94 * synthetic["answerable"]  # 96.7 % at 10
     assert synthetic["ours_superseded_as_current"] == 0
     if data:
         locomo = saved["figures"]["datasets"]["LoCoMo"]
         assert locomo["conversations"] == count
         assert locomo["all-history"]["strict"] >= 0.95 * locomo["answerable"]  # the ceiling: what the data allows
         assert locomo["unparsed_evidence"]  # LoCoMo's own malformed ids are reported, not dropped
+        # Hybrid recall's strict figure at the published size (74.1 % at 10): a floor just under it.
+        assert locomo["ours"]["strict"] >= 0.73 * locomo["answerable"]

@@ -15,7 +15,7 @@ import pytest
 from infra.bench.memory_benchmark.__main__ import datasets
 from infra.bench.memory_benchmark.dataset import CATEGORIES, MEM0_LABELS, DatasetError, load, parse_evidence
 from infra.bench.memory_benchmark.replay import QuestionResult
-from infra.bench.memory_benchmark.report import MEMORIES, figures, table
+from infra.bench.memory_benchmark.report import MEMORIES, figures, goal_rows, table
 from infra.bench.memory_benchmark.scoring import (
     CEILING,
     Baselines,
@@ -290,3 +290,31 @@ def test_the_tables_lead_with_strict_recall_by_category_and_list_unparsed_ids() 
     )
     assert "| some evidence line in the prompt | 100.0 % (2/2) |" in "\n".join(lines)
     assert "`tiny-1: D9:9`" in "\n".join(lines)
+
+
+def test_locomo_s_held_back_split_its_worst_conversation_and_the_tool_definitions_are_reported() -> None:
+    def result(conversation: str, category: str, strict: bool) -> QuestionResult:
+        scores = {name: Score(strict=strict, tokens=100) for name in MEMORIES}
+        return QuestionResult("LoCoMo", conversation, "q", category, True, False, scores, 1000, 10.0,
+                              {"ours": 5.0, "lexical": 1.0, "dense": 5.0}, tool_tokens=20)  # fmt: skip
+
+    found = [result("conv-26", "multi-hop", True), result("conv-26", "temporal", True)]
+    found += [result("conv-44", "multi-hop", True), result("conv-44", "temporal", False)]
+    f = figures(found)
+    assert f["by_conversation"] == {"conv-26": [2, 2], "conv-44": [1, 2]}
+    assert f["splits"]["tuning"]["ours"] == 2
+    assert f["splits"]["held-back"]["ours"] == 1
+    assert f["ours"]["tokens_ratio"] == 0.1
+    assert f["ours"]["tokens_ratio_with_tools"] == 0.12
+    goals = "\n".join(goal_rows({"datasets": {"LoCoMo": f}}))
+    assert "| LoCoMo: no conversation below 70 % | 50.0 % (conv-44) | **not met** |" in goals
+    assert (
+        "| LoCoMo: held-back split within 3 points of the tuning split | 50.0 % against 100.0 % | **not met** |"
+        in goals
+    )
+    assert (
+        "| LoCoMo: mean prompt ≤ 12 % of the conversation's tokens | 10.0 % (12.0 % with the tool definitions) | met |"
+        in goals
+    )
+    lines = "\n".join(table(f))
+    assert "| held-back (conv-44, conv-47, conv-48, conv-49, conv-50) | 50.0 % (1/2) |" in lines

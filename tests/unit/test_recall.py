@@ -10,7 +10,7 @@ module registers its part of it). RECALL_MAX_TOKENS is observed there, in the la
 import json
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from langchain_core.language_models import BaseChatModel
@@ -28,7 +28,8 @@ from onboarding.model.messages import Message, Role
 from onboarding.persistence import Repositories
 from onboarding.persistence.changes import MessageChange, message_change
 from onboarding.recall.embeddings import build_embeddings
-from onboarding.recall.vectors import metadata, recalled_messages, said_text, vector_key
+from onboarding.recall.recaller import Recaller, newest_first
+from onboarding.recall.vectors import VectorIndex, metadata, recalled_messages, said_text, vector_key
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
 from tests.support.setting_effects import observes
@@ -479,3 +480,54 @@ async def test_an_erase_takes_the_words_with_the_vectors(
         assert (await recall_of(settings, "Biscuit the dog")).messages == ()
     other = await build_recaller(lexical).recall("other", "Biscuit the dog", wait_s=10)  # type: ignore[union-attr]
     assert "Biscuit" in other.messages[0].content
+
+
+def _said(n: int, text: str, role: Role = "user") -> Message:
+    return Message(role, text, f"{n:013d}-000000000000", datetime(2026, 1, n, tzinfo=UTC))
+
+
+ASKED = _said(1, "How much do you weigh?", "assistant")
+FIRST, CORRECTED = _said(2, "Actually my weight is 74 kg now"), _said(5, "Update: my weight is 72 kg these days")
+WATER = [_said(n, "How much water should I drink a day?") for n in (3, 4, 6)]
+REPLIES = [_said(n + 10, f"Good question number {n}", "assistant") for n in (3, 4, 6)]
+
+
+def test_of_two_hits_with_much_the_same_words_the_newer_comes_first() -> None:
+    ranked = [(FIRST, ASKED), (WATER[0], REPLIES[0]), (CORRECTED,)]
+    assert newest_first(ranked, 0.35) == (CORRECTED, FIRST, ASKED, WATER[0], REPLIES[0])
+    assert newest_first(ranked, 0.5) == (FIRST, ASKED, WATER[0], REPLIES[0], CORRECTED)  # not alike enough
+    coach = _said(7, "Actually my weight is 74 kg now", "assistant")  # another speaker's words stay where ranked
+    assert newest_first([(FIRST,), (coach,)], 0.35) == (FIRST, coach)
+
+
+def test_a_hit_said_again_in_the_same_words_is_kept_once_its_newest_at_the_best_rank() -> None:
+    ranked = [(WATER[1], REPLIES[1]), (FIRST,), (WATER[2], REPLIES[2]), (WATER[0], REPLIES[0])]
+    # The copies' neighbours would otherwise take the room of lines said once.
+    assert newest_first(ranked, 1.0) == (WATER[2], REPLIES[2], FIRST)
+
+
+class _Found:
+    """An index that answers with these hits, and an embedder that embeds nothing."""
+
+    client = None
+
+    def __init__(self, pairs: list[tuple[Message, ...]]) -> None:
+        self.pairs = tuple(pairs)
+
+    def matches(self, *_: Any) -> tuple[tuple[Message, ...], ...]:
+        return self.pairs
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0] for _ in texts]
+
+
+@observes("recall_near_duplicate_share")
+async def test_recall_near_duplicate_share_says_how_alike_a_correction_must_be(recall_settings: Settings) -> None:
+    found = _Found([(FIRST, ASKED), (CORRECTED,)])
+    for share, first in ((0.35, CORRECTED), (0.9, FIRST)):
+        policy = recall_settings.model_copy(update={"recall_near_duplicate_share": share}).recall
+        recalled = await Recaller(found, cast(VectorIndex, found), policy).recall("u", "How much do I weigh?", 10)
+        assert recalled.messages[0] == first

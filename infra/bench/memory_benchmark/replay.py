@@ -18,6 +18,7 @@ protocol, faithfully; docs/memory-benchmark.md):
 """
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -48,6 +49,8 @@ from onboarding.composition import build_turn_service
 from onboarding.config import Settings
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.llm.bedrock import build_chat_model
+from onboarding.llm.tools import tool_definitions
+from onboarding.memory.tokens import count_tokens
 from onboarding.model.messages import Role
 from onboarding.persistence import Repositories
 from onboarding.summary import SUMMARY_SYSTEM_PROMPT, Summarizer
@@ -75,6 +78,7 @@ class QuestionResult:
     unparsed_evidence: tuple[str, ...] = ()
     answer: str = ""  # the coach's reply (judged only with --aws)
     verdict: str = ""  # --aws: the judge's CORRECT / WRONG, or "unparseable"; "" when not judged
+    tool_tokens: int = 0  # ours: the tool definitions sent beside the prompt (not in its budget)
 
 
 class Clock:
@@ -190,8 +194,10 @@ class Replayer:
         summary = SUMMARY_SYSTEM_PROMPT[:30]
         requests = [r for r in self.model.requests[since:] if not r.system_text.startswith(summary)]
         parts = recorded_parts(requests)
-        plan = ours.prepared.agent.prompt_plan(asked)
+        agent = ours.prepared.agent
+        plan = agent.prompt_plan(asked)
         tokens = plan.system_tokens + plan.window_tokens + plan.current_tokens
+        tools = tool_definitions(agent.agent_type, agent.context.completed_at is not None)
         scores = {"ours": score_ours(question, c, parts, tokens), "recall-off": _prompt_score(question, c, off)}
         added = {"ours": ours_ms - off_ms}
         for mode in MODES:
@@ -203,6 +209,7 @@ class Replayer:
             self.dataset, c.sample_id, asked, question.category_name, question.answer is not None,
             bool(question.superseded), scores, scores[CEILING].tokens, ours.recall.elapsed_ms, added,
             question.unparsed, reply, self.judge(question, reply) if self.judge is not None else "",
+            count_tokens(json.dumps(list(tools))),
         )  # fmt: skip
 
 

@@ -29,7 +29,19 @@ TITLES = {
     "window-15": "window-15 (seed)",
     CEILING: "all of the history (ceiling)",
 }
-GOALS = {"strict": 0.80, "multi-hop": 0.50, "open-domain": 0.50, "tokens": 0.12, "added_ms": 40.0}
+GOALS = {
+    "strict": 0.80,
+    "multi-hop": 0.45,
+    "open-domain": 0.50,
+    "temporal": 0.85,
+    "conversation": 0.70,
+    "split_gap": 0.03,
+    "tokens": 0.12,
+    "added_ms": 40.0,
+}
+# LoCoMo's split, chosen before any tuning: recall was tuned on its first five conversations only;
+# the other five are held back and reported apart (a gain on the tuning split alone is no gain).
+HELD_BACK = frozenset(("conv-44", "conv-47", "conv-48", "conv-49", "conv-50"))
 METHOD = Path(__file__).with_name("method.md")
 
 
@@ -85,6 +97,29 @@ def figures(results: Sequence[QuestionResult]) -> dict[str, Any]:
         for category in sorted({r.category for r in answerable}, key=lambda c: order.get(c, 99))
         if (group := [r for r in answerable if r.category == category])
     }
+    conversations = sorted({r.sample_id for r in answerable})
+    out["by_conversation"] = {
+        c: [sum(_claimed("ours", r) for r in answerable if r.sample_id == c), sum(r.sample_id == c for r in answerable)]
+        for c in conversations
+    }
+    tools = statistics.fmean(r.tool_tokens for r in results) if results else 0.0
+    out["tool_tokens_mean"] = round(tools)
+    out["ours"]["tokens_ratio_with_tools"] = round((out["ours"]["mean_tokens"] + tools) / full, 3) if full else None
+    if any(c in HELD_BACK for c in conversations):
+        out["splits"] = {
+            split: {
+                "answerable": len(group),
+                "ours": sum(_claimed("ours", r) for r in group),
+                "by_category": {
+                    c: [sum(_claimed("ours", r) for r in group if r.category == c), sum(r.category == c for r in group)]
+                    for c in sorted({r.category for r in group})
+                },
+            }
+            for split, group in (
+                ("tuning", [r for r in answerable if r.sample_id not in HELD_BACK]),
+                ("held-back", [r for r in answerable if r.sample_id in HELD_BACK]),
+            )
+        }
     carriers = [r.scores["ours"].carrier or "missing" for r in answerable]
     out["by_carrier"] = {c: carriers.count(c) for c in sorted(set(carriers))}
     return out
@@ -140,6 +175,27 @@ def table(f: Mapping[str, Any]) -> list[str]:
         looser.append(
             _row(f"abstention: no false evidence ({a})", [_pct(f[m]["abstention_clean"], a) for m in MEMORIES])
         )
+    if splits := f.get("splits"):
+        categories = sorted({c for g in splits.values() for c in g["by_category"]}, key=list(f["by_category"]).index)
+        looser += [
+            "",
+            _row("ours: hybrid recall, strict, by split", ["all", *(_label(c) for c in categories)]),
+            "|---|---|" + "---|" * len(categories),
+            *(
+                _row(
+                    f"{split} ({', '.join(sorted(HELD_BACK)) if split == 'held-back' else 'the other conversations'})",
+                    [_pct(g["ours"], g["answerable"])] + [_pct(*g["by_category"].get(c, [0, 0])) for c in categories],
+                )
+                for split, g in splits.items()
+            ),
+        ]
+    if len(by_conversation := f.get("by_conversation", {})) > 1:
+        looser += [
+            "",
+            _row("ours: hybrid recall, strict, by conversation", list(by_conversation)),
+            "|---|" + "---|" * len(by_conversation),
+            _row("", [_pct(*counts) for counts in by_conversation.values()]),
+        ]
     notes = [
         f"Ours: {f['summary_only']} questions had their evidence only with the summary's help (not counted: "
         "offline the emulator wrote the summary); where the evidence was: "
@@ -165,12 +221,30 @@ def goal_rows(found: Mapping[str, Any]) -> list[str]:
     if f := datasets.get("LoCoMo"):
         share = f["ours"]["strict"] / f["answerable"] if f["answerable"] else 0.0
         add("LoCoMo: strict evidence recall ≥ 80 %", f"{100 * share:.1f} %", share >= GOALS["strict"])
-        for category in ("multi-hop", "open-domain"):
+        for category in ("multi-hop", "open-domain", "temporal"):
             g = f["by_category"].get(category, {"questions": 0, "ours": 0})
             got = g["ours"] / g["questions"] if g["questions"] else 0.0
-            add(f"LoCoMo: {category} strict ≥ 50 %", f"{100 * got:.1f} %", got >= GOALS[category])
+            goal = GOALS[category]
+            add(f"LoCoMo: {category} strict ≥ {100 * goal:.0f} %", f"{100 * got:.1f} %", got >= goal)
+        if by_conversation := f.get("by_conversation"):
+            worst = min(by_conversation, key=lambda c: by_conversation[c][0] / by_conversation[c][1])
+            low = by_conversation[worst][0] / by_conversation[worst][1]
+            add("LoCoMo: no conversation below 70 %", f"{100 * low:.1f} % ({worst})", low >= GOALS["conversation"])
+        if splits := f.get("splits"):
+            tuned, held = (splits[s]["ours"] / (splits[s]["answerable"] or 1) for s in ("tuning", "held-back"))
+            add(
+                "LoCoMo: held-back split within 3 points of the tuning split",
+                f"{100 * held:.1f} % against {100 * tuned:.1f} %",
+                abs(tuned - held) <= GOALS["split_gap"],
+            )
         ratio = f["ours"]["tokens_ratio"] or 1.0
-        add("LoCoMo: mean prompt ≤ 12 % of the conversation's tokens", f"{100 * ratio:.1f} %", ratio <= GOALS["tokens"])
+        with_tools = f["ours"].get("tokens_ratio_with_tools")
+        beside = f" ({100 * with_tools:.1f} % with the tool definitions)" if with_tools is not None else ""
+        add(
+            "LoCoMo: mean prompt ≤ 12 % of the conversation's tokens",
+            f"{100 * ratio:.1f} %{beside}",
+            ratio <= GOALS["tokens"],
+        )
     if f := datasets.get("synthetic"):
         add(
             "synthetic: strict evidence recall 100 %",

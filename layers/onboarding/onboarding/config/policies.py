@@ -35,7 +35,7 @@ RecallMode = Literal["hybrid", "lexical", "dense"]
 class RecallPolicy:
     """Recall of older messages: the section's tokens at most, what the index ranks by, the matches
     asked of it, the wait for the embedding and the query together, the embedding's size and the
-    text it takes."""
+    text it takes, and how alike two hits' words are to count as near-duplicates."""
 
     max_tokens: int
     mode: RecallMode
@@ -43,6 +43,7 @@ class RecallPolicy:
     timeout_s: float
     dimensions: int
     max_chars: int
+    near_duplicate_share: float = 1.0
 
 
 @dataclass(frozen=True)

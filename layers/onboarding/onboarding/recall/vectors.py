@@ -226,6 +226,13 @@ class VectorIndex:
     ) -> tuple[Message, ...]:
         """The user's `top_k` messages ranked by `vector`, by the words of `text`, or by both fused,
         best first, each followed by the message it answers (one may come twice: shown once)."""
+        return tuple(message for pair in self.matches(user_id, top_k, vector, text) for message in pair)
+
+    def matches(
+        self, user_id: str, top_k: int, vector: Sequence[float] | None = None, text: str | None = None
+    ) -> tuple[tuple[Message, ...], ...]:
+        """`query`'s hits, best first, each as a pair: the hit and the message it answers (or the
+        hit alone, when it answers none)."""
         request: dict[str, Any] = {"indexArn": self._index_arn, "topK": top_k, "filter": {USER_KEY: user_id}}
         if vector is not None:
             request["queryVector"] = {"float32": [float(value) for value in vector]}
@@ -234,4 +241,4 @@ class VectorIndex:
         with _index_call("could not query the recall index"):
             answer = self.client.query_vectors(**request, returnMetadata=True)
         found = (recalled_messages(str(v.get("key", "")), v.get("metadata") or {}) for v in answer.get("vectors", []))
-        return tuple(message for pair in found for message in pair)
+        return tuple(pair for pair in found if pair)
