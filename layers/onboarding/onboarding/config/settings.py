@@ -165,7 +165,7 @@ class Limits(_FromEnv):
     # `lexical` (the words alone: no embedding is made) or `dense` (the embedding alone).
     recall_mode: RecallMode = Field(default="hybrid", validation_alias="RECALL_MODE")
     recall_max_tokens: int = Field(default=2_000, ge=0, le=50_000, validation_alias="RECALL_MAX_TOKENS")
-    recall_top_k: int = Field(default=100, ge=1, le=100, validation_alias="RECALL_TOP_K")
+    recall_top_k: int = Field(default=40, ge=1, le=100, validation_alias="RECALL_TOP_K")
     recall_timeout_s: float = Field(default=1.0, gt=0, le=10, validation_alias="RECALL_TIMEOUT_S")
     # Two hits of one speaker whose words overlap at least this much (shared words over all their
     # words) are near-duplicates: the newer is shown first (a correction), and a hit that says the
