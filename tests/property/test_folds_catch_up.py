@@ -121,7 +121,7 @@ def _catch_up(backlog: list[Message], limits: Limits, gap_s: int, text: str) -> 
             for line in transcript_lines([m for m in stored[:start] if not covered(m)]):
                 assert f"- {line}" in summary_lines
             break
-        # The fold after this turn, as onboarding.turn.run runs it.
+        # The fold after this turn, as onboarding.turn.fold runs it.
         reached = read_reached_summary(loaded.messages, limits.history_load_limit, through)
         seen = [*loaded.messages, *messages[-2:]]
         reach = fold_reach(seen, conversation_start(seen, now, limits.conversations), through, limits.fold, reached)

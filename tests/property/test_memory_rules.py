@@ -190,7 +190,7 @@ def test_for_any_window_setting_the_window_and_the_summary_cover_every_message(
     messages: list[Message], limits: Limits
 ) -> None:
     """Regression (the window/fold drift): the product's turns replayed with a fold after each, as
-    `onboarding.turn.run` runs it (fold_reach over what the turn read plus what it stored, then
+    `onboarding.turn.fold` runs it (fold_reach over what the turn read plus what it stored, then
     fold_batch over the oldest unsummarized messages with `limits.fold`). Before every turn, every
     message since the conversation start that the summary does not cover (`through_message_id`) is
     in the window of the agent `OnboardingAgentOrchestrator.prepare` builds from the turn's read
@@ -223,7 +223,7 @@ def test_for_any_window_setting_the_window_and_the_summary_cover_every_message(
         summary_lines = (agent.context.summary or "").split("\n")
         for line in transcript_lines([m for m in stored[:start] if not covered(m)]):
             assert f"- {line}" in summary_lines
-        # The turn is stored, then folded as `onboarding.turn.run.fold_summary` folds it.
+        # The turn is stored, then folded as `onboarding.turn.fold.fold_after_turn` folds it.
         new = messages[turn_start:next_start]
         fold_now = _at(new[-1])
         seen = [*loaded.messages, *new]

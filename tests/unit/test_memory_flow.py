@@ -206,6 +206,17 @@ async def test_a_reset_keyword_starts_over_says_so_and_keeps_the_profile(
     assert "fitness_assessment.fitness_level: beginner" in request.system_text
 
 
+async def test_a_reset_folds_the_conversation_it_ends_however_short(harness: Harness) -> None:
+    # One exchange and the reset: far below the window's 8 messages, so only the reset makes the
+    # fold due, right after the reset's own turn.
+    await harness.say("Hi! My name is Alexandra")
+    assert harness.store.conversations.load_turn("u", 0).summary is None
+    await harness.say("reset")
+    summary = harness.store.conversations.load_turn("u", 0).summary
+    assert summary is not None
+    assert "My name is Alexandra" in summary.text
+
+
 async def test_a_message_over_the_budget_is_refused_and_nothing_is_stored(
     dynamodb: Any, llm: BaseChatModel, clock: FakeClock, settings: Settings
 ) -> None:

@@ -1,7 +1,8 @@
 """The product's layout stays findable (docs/decisions/0030-one-door-per-concept.md):
 
 - one door to the store: only the services, the composition root and persistence itself import
-  `onboarding.persistence`;
+  `onboarding.persistence`; of a turn's modules, only the service (which is handed the
+  repositories) and `turn.store` (the turn's door to them);
 - one name per concept: no two modules or packages of the library have a word in common in their
   names (words sharing their first four letters count as one: `erasing` and `erasure`);
 - a module over 500 lines is a smell to look at, not a cap to split by: it fails here until it is
@@ -21,7 +22,8 @@ ONE_IDEA_THOUGH_LONG: dict[str, str] = {}
 # Who may import onboarding.persistence: the services, the composition root, persistence itself.
 STORE_DOOR = (
     "onboarding.persistence",
-    "onboarding.turn",
+    "onboarding.turn.service",
+    "onboarding.turn.store",
     "onboarding.account",
     "onboarding.linking",
     "onboarding.recall.indexer",
@@ -83,6 +85,13 @@ def test_the_store_door_test_finds_a_bypass(tmp_path: Path) -> None:
         "onboarding.sms.intake imports onboarding.persistence",
         "onboarding.sms.intake imports onboarding.persistence.Repositories",
     ]
+
+
+def test_a_running_turn_reaches_the_table_only_through_its_door(tmp_path: Path) -> None:
+    """The turn in progress and its fold hold a `TurnStore`, never the repositories."""
+    bypass = tmp_path / "fold.py"
+    bypass.write_text("from onboarding.persistence import Repositories\n", encoding="utf-8")
+    assert store_door_breaches({"onboarding.turn.fold": bypass}) != []
 
 
 def _words(name: str) -> set[str]:

@@ -51,11 +51,14 @@ from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.llm.bedrock import build_chat_model
 from onboarding.llm.tools import tool_definitions
 from onboarding.memory.tokens import count_tokens
+from onboarding.memory.window import conversation_start
 from onboarding.model.messages import Role
 from onboarding.persistence import Repositories
 from onboarding.summary import SUMMARY_SYSTEM_PROMPT, Summarizer
-from onboarding.turn.run import TurnDependencies, fold_if_due
+from onboarding.turn.fold import fold_if_due
+from onboarding.turn.run import TurnDependencies
 from onboarding.turn.service import TurnService
+from onboarding.turn.store import TurnStore
 
 Judge = Callable[[Any, str], str]  # (question, the coach's answer) -> CORRECT / WRONG / unparseable
 MODES = ("lexical", "dense")  # asked beside ours (hybrid), prompt only
@@ -148,7 +151,10 @@ class Replayer:
         clock, conversation = Clock(), self.conversation
         store = Repositories.over(self.stack.operator_client(), self.stack.table_name, settings, clock.seconds)
         summarizer = Summarizer(build_chat_model(settings), settings.summary_max_tokens)
-        deps = TurnDependencies(store, settings, CircuitBreaker(settings.breaker), summarizer, lambda: clock.now)
+        deps = TurnDependencies(
+            TurnStore(store), settings, CircuitBreaker(settings.breaker), summarizer, lambda: clock.now
+        )
+        rules = DEFAULT_FEATURES.conversation_rules(settings.conversations)
         for session in conversation.sessions:
             if session.when is None:
                 raise DatasetError(f"{conversation.sample_id}: session {session.number} has no date ({session.date!r})")
@@ -161,7 +167,8 @@ class Replayer:
                 if following is None or (following.speaker == conversation.client and role == "assistant"):
                     loaded = store.conversations.load_turn(self.user, settings.history_load_limit)
                     since = int(clock.seconds() * 1000)
-                    await fold_if_due(deps, self.user, loaded.messages, loaded.summary, DEFAULT_FEATURES, since)
+                    start = conversation_start(loaded.messages, clock.now, rules)
+                    await fold_if_due(deps, self.user, loaded.messages, start, loaded.summary, DEFAULT_FEATURES, since)
                 _advance(progress, f"{conversation.sample_id} ingest")
 
     def ask_all(self, progress: Any = None) -> list[QuestionResult]:

@@ -10,8 +10,8 @@ a fold takes is ever passed over.
 The model call (`Summarizer`) is one call without tools. If it fails, nothing is lost: the
 messages stay unsummarized, and the next fold takes them (folds are computed from what is stored,
 not remembered). Reading what to fold and storing the new summary are the turn's
-(`turn.run.fold_if_due`), like every other read and write of a turn. LangChain is imported by the
-call itself, so what needs only the rules does not load it.
+(`turn.fold.fold_if_due`, through the turn's `TurnStore`), like every other read and write of a
+turn. LangChain is imported by the call itself, so what needs only the rules does not load it.
 """
 
 from collections.abc import Sequence

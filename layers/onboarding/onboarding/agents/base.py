@@ -235,6 +235,13 @@ class BaseOnboardingAgent(ABC):
             messages[0] = self._rebuilt_system()
         self.working.finish_turn()
 
+    def answer_reset(self, reply: str) -> None:
+        """A reset command's answer, said by us, not the model: `reply` is what the turn produced,
+        and a new conversation starts (the waited-for field goes with the old one; after a
+        completed onboarding, onboarding starts again)."""
+        self.produced = [Message("assistant", reply)]
+        self.working.start_new_conversation()
+
     def _round_prompt_tokens(self) -> int:
         """Our estimate of what a model call of this turn reads: the planned prompt and the tool
         exchange so far (the tool definitions are not in the budget, nor here)."""

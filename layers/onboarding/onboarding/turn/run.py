@@ -1,17 +1,12 @@
 """Owns a turn in progress, and all of its state: what the service's turns share
 (`TurnDependencies`), the one message it answers as stored (`Delivery`), its deadline and ledger
 (`TurnWatch`), the agent prepared for it, and what it returns (`TurnResult`); its life: streaming
-the agent's reply, committing what it produced, and the fold after it. A repeated delivery of an
-answered message is the other way in, `Turn.replay`, which never calls the model.
+the agent's reply, committing what it produced, and the fold after it (turn/fold.py). A repeated
+delivery of an answered message is the other way in, `Turn.replay`, which never calls the model.
+Every table call goes through the turn's one door, `TurnStore` (turn/store.py).
 
 Iterate a `Turn` for the reply's chunks; `result` is set once it finished. Then `fold_summary()`
-folds what left the window into the summary: handlers call it after the reply reached the person
-and before their response ends, so it finishes inside the invocation that answered (a task left
-running after the response would be frozen with the Lambda sandbox). The fold reads the oldest
-unsummarized messages itself (the turn read only the newest ones), and only when one is due
-(`summary.fold_reach`), so most turns stay one read, and a backlog's folds at most once an interval
-(`summary.backlog_fold_due`); it never raises: a failed fold loses nothing, because the next turn
-computes the same fold from what is stored.
+folds what left the window into the summary, before the handler's response ends.
 
 Every wait on the model ends by the turn's deadline (minus the time kept for storing), so a hung
 model ends the turn with an error the handler reports, never with the function's timeout.
@@ -19,7 +14,7 @@ model ends the turn with an error the handler reports, never with the function's
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
@@ -29,10 +24,8 @@ from aws_lambda_powertools import Logger
 from onboarding.breaker import CircuitBreaker
 from onboarding.checkins.cadence import SCHEDULE_ITEMS
 from onboarding.config import Limits
-from onboarding.config.flags import MemoryFeatures
 from onboarding.llm.bedrock import open_stream
 from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
-from onboarding.memory.window import conversation_start
 from onboarding.metrics import count_metric
 from onboarding.model.answers import Answer, step_answers
 from onboarding.model.errors import (
@@ -43,21 +36,15 @@ from onboarding.model.errors import (
     StoreError,
     UserErasedError,
 )
-from onboarding.model.history import ClaimedTurn, ConversationSummary, TurnCommit, TurnContext
+from onboarding.model.history import ClaimedTurn, TurnCommit, TurnContext
 from onboarding.model.messages import Message
 from onboarding.model.state import OnboardingState
 from onboarding.model.text import is_blank
-from onboarding.persistence import Repositories
-from onboarding.summary import (
-    Summarizer,
-    arrived_since,
-    backlog_fold_due,
-    fold_batch,
-    fold_reach,
-    read_reached_summary,
-)
+from onboarding.summary import Summarizer
 from onboarding.telemetry import TurnLedger, counting, fold_accounted, turn_responded
+from onboarding.turn.fold import fold_after_turn
 from onboarding.turn.orchestrator import PreparedTurn
+from onboarding.turn.store import TurnStore
 
 if TYPE_CHECKING:
     from onboarding.checkins.outreach import CheckInService
@@ -74,9 +61,9 @@ class TurnResult:
 
 @dataclass(frozen=True)
 class TurnDependencies:
-    """What every turn of a service shares: the repositories, the model guards, the memory rules."""
+    """What every turn of a service shares: its door to the table, the model guards, the memory rules."""
 
-    store: Repositories
+    store: TurnStore
     limits: Limits
     breaker: CircuitBreaker
     summarizer: Summarizer | None
@@ -218,7 +205,7 @@ class Turn:
         if lease is None or client_id is None or self._prepared is None or answered:
             return
         try:
-            self._deps.store.writes.release_claim(self._prepared.agent.context.user_id, client_id, lease)
+            self._deps.store.release(self._prepared.agent.context.user_id, client_id, lease)
         except StoreError as error:
             logger.warning("Could not release an unanswered message id", extra={"reason": error.reason})
 
@@ -231,10 +218,10 @@ class Turn:
             self._ledger.input_tokens, self._ledger.output_tokens, self._ledger.tokens_estimated = agent.spent()
         turn_responded(self._ledger, outcome)
 
-    async def _store(self, call: Callable[..., T], *args: object) -> T:
-        """A table call of this turn, in a worker thread, counted in the turn's ledger."""
+    async def _store(self, call: Awaitable[T]) -> T:
+        """A table call of this turn, counted in the turn's ledger."""
         with counting(self._ledger):
-            return await asyncio.to_thread(call, *args)
+            return await call
 
     async def _run(self) -> AsyncIterator[str]:
         if self._prepared is None:
@@ -246,8 +233,7 @@ class Turn:
             # A reset: said by us, not the model. The waited-for field goes with the old conversation
             # (after a completed onboarding, onboarding starts again).
             yield self._fixed_reply
-            agent.produced.append(Message("assistant", self._fixed_reply))
-            agent.working.start_new_conversation()
+            agent.answer_reset(self._fixed_reply)
             await self._commit(self._fixed_reply)
             return
         breaker = self._deps.breaker
@@ -331,14 +317,14 @@ class Turn:
                 lease=self._delivery.lease,
             )
             try:
-                committed = await self._store(store.writes.commit_reply, commit)
+                committed = await self._store(store.commit(commit))
                 break
             except MemoryChangedError:
                 logger.info("Another turn saved first; applying this turn's changes again", extra={"try": attempt})
                 count_metric("MemoryWriteConflict")
                 if attempt == attempts:
                     raise StoreError("the onboarding state kept changing while the reply was stored") from None
-                memory = await self._store(store.conversations.load_memory, user_id)
+                memory = await self._store(store.reload_memory(user_id))
                 working = working.rebased(memory.state, memory.profile)
         # A concurrent delivery of the same client message id may have stored its reply first: then
         # that one is the turn's reply, and nothing of this one is stored.
@@ -368,9 +354,8 @@ class Turn:
         try:
             async with asyncio.timeout(self._deadline.left()):
                 with counting(ledger := TurnLedger(self._ledger.channel)):
-                    await fold_summary(
-                        self._deps, self._prepared, (self.user_message, *self._stored), self._delivery.since_ms
-                    )
+                    new, reset = (self.user_message, *self._stored), self._fixed_reply is not None
+                    await fold_after_turn(self._deps, self._prepared, new, self._delivery.since_ms, reset)
                 fold_accounted(ledger)
         except TimeoutError:
             logger.warning("Summary fold cut at the turn's deadline; the next turn folds instead")
@@ -383,56 +368,6 @@ class Turn:
         if self.result is None:  # unreachable: a completed stream always sets the result
             raise RuntimeError("the turn finished without a result")
         return self.result
-
-
-async def fold_summary(deps: TurnDependencies, prepared: PreparedTurn, new: tuple[Message, ...], since_ms: int) -> None:
-    """Fold what left the window into the summary, given what the turn read and what it stored."""
-    if prepared.loaded.degraded:
-        return
-    loaded = prepared.loaded
-    user_id = prepared.agent.context.user_id
-    await fold_if_due(deps, user_id, [*loaded.messages, *new], loaded.summary, prepared.features, since_ms, new)
-
-
-async def fold_if_due(
-    deps: TurnDependencies,
-    user_id: str,
-    messages: Sequence[Message],
-    summary: ConversationSummary | None,
-    features: MemoryFeatures,
-    since_ms: int,
-    new: Sequence[Message] = (),
-) -> None:
-    """The fold a turn makes when `messages` (what its read returned, then the `new` ones it stored,
-    oldest first) and `summary` are what it saw: only when one is due, at `deps.clock()`. The
-    memory benchmark calls it with a read and nothing new. Never raises."""
-    if deps.summarizer is None or not features.summary:
-        return
-    limits, now = deps.limits, deps.clock()
-    read = messages[: len(messages) - len(new)]
-    through = summary.through_message_id if summary else None
-    start = conversation_start(messages, now, features.conversation_rules(limits.conversations))
-    reached = read_reached_summary(read, limits.history_load_limit, through)
-    reach = fold_reach(messages, start, through, limits.fold, reached)
-    if reach is None or not (reached or backlog_fold_due(summary, read, now, limits.fold)):
-        return
-    try:
-        oldest = await asyncio.to_thread(
-            deps.store.conversations.oldest_unsummarized, user_id, summary, limits.fold_read_limit
-        )
-        read_all = len(oldest) < limits.fold_read_limit
-        # More than arrived since the last fold, so a backlog shrinks every fold, however large its messages.
-        more = arrived_since(messages, summary, new) + 1
-        due = fold_batch(oldest, reach, limits.fold_max_tokens, read_all, min_units=more)
-        if not due:
-            return
-        folded = await deps.summarizer.summarize(due, summary)
-        await asyncio.to_thread(deps.store.writes.save_summary, user_id, folded, since_ms)
-    except Exception as error:  # best effort: the next turn folds the same messages
-        logger.warning("Summary fold failed", extra={"reason": type(error).__name__})
-        count_metric("SummaryFoldFailed")
-        return
-    logger.info("Folded messages into the summary", extra={"folded": len(due), "backlog": not reached})
 
 
 def _value(answer: Answer | None) -> str | None:

@@ -1,11 +1,13 @@
 """Owns one conversation turn: validate → load (and recall) → prepare → stream → commit → fold.
 
-`TurnService` is the domain entry point handlers call, and the only caller of persistence during
-a turn: it stores the user's message, loads the turn's context (one Query) while the recall index
-is asked for the older messages nearest the new one (one embedding, one query: onboarding.recall),
-lets the orchestrator build the agent, streams its reply, commits what the turn produced in one
-transaction, and folds what left the window into the summary, all inside the invocation.
-`preview` builds the same prompt without storing anything (the inspect tool, the benchmark).
+`TurnService` is the domain entry point handlers call. It stores the user's message, loads the
+turn's context (one Query) while the recall index is asked for the older messages nearest the new
+one (one embedding, one query: onboarding.recall), lets the orchestrator build the agent, and hands
+back the `Turn` (turn/run.py), which streams the reply, commits what it produced in one
+transaction and folds what left the window into the summary (turn/fold.py), all inside the
+invocation. Every table call of the service and of its turns goes through one door, `TurnStore`
+(turn/store.py). `preview` builds the same prompt without storing anything (the inspect tool, the
+benchmark).
 """
 
 import asyncio
@@ -47,6 +49,7 @@ from onboarding.turn.orchestrator import (
     single_prompt_context,
 )
 from onboarding.turn.run import Deadline, Delivery, Turn, TurnDependencies, TurnResult, TurnWatch
+from onboarding.turn.store import TurnStore
 
 if TYPE_CHECKING:
     from onboarding.checkins.outreach import CheckInService
@@ -107,7 +110,7 @@ class TurnService:
         self._flags = flags  # the user's memory features (onboarding/rollout.py); never raises
         self._limits = orchestrator.limits
         self._store_breaker = store_breaker
-        self._deps = TurnDependencies(store, self._limits, breaker, summarizer, clock, check_ins)
+        self._deps = TurnDependencies(TurnStore(store), self._limits, breaker, summarizer, clock, check_ins)
 
     @property
     def limits(self) -> Limits:
@@ -162,9 +165,7 @@ class TurnService:
                 recalling = self._start_recall(user_id, message, features, deadline)
                 try:
                     loaded = await self._context(user_id, features, caller, None)
-                    user_message = await asyncio.to_thread(
-                        store.writes.append_message, user_id, "user", message, rate_limit, since_ms
-                    )
+                    user_message = await store.append_message(user_id, message, rate_limit, since_ms)
                 except BaseException:
                     _cancel(recalling)
                     raise
@@ -173,9 +174,7 @@ class TurnService:
             if not CLIENT_ID_PATTERN.match(client_message_id):
                 raise InvalidMessageError("a client message id is 1 to 128 letters, digits or _.:-")
             try:
-                claimed = await asyncio.to_thread(
-                    store.writes.claim_user_message, user_id, client_message_id, message, rate_limit, since_ms
-                )
+                claimed = await store.claim_message(user_id, client_message_id, message, rate_limit, since_ms)
             except ClientIdConflictError as error:
                 raise DuplicateMessageIdError(str(error)) from error
             if claimed.reply is not None:
@@ -195,13 +194,13 @@ class TurnService:
     async def mark_delivered(self, user_id: str, message_id: str) -> None:
         """Record that the reply to the message with client id `message_id` reached the person
         (a text's MessageSid): a repeated delivery then sends nothing again."""
-        await asyncio.to_thread(self._deps.store.writes.mark_delivered, user_id, message_id)
+        await self._deps.store.mark_delivered(user_id, message_id)
 
     async def claim_rate_notice(self, user_id: str) -> bool:
         """Whether to tell the person they are over the rate limit: once per window (a burst of
         refused texts gets one warning, not one each). False when there is no rate limit."""
         limit = self._limits.rate_limit
-        return limit is not None and await asyncio.to_thread(self._deps.store.rate_limits.claim_notice, user_id, limit)
+        return limit is not None and await self._deps.store.claim_rate_notice(user_id, limit)
 
     async def preview(
         self, user_id: str, message: str, caller: Caller, features: MemoryFeatures | None = None
@@ -263,9 +262,7 @@ class TurnService:
             count_metric("HistoryLoadSkipped")
             return TurnContext(degraded=True)
         try:
-            loaded = await asyncio.to_thread(
-                self._deps.store.conversations.load_turn, user_id, self._limits.history_load_limit, exclude_message_id
-            )
+            loaded = await self._deps.store.load(user_id, self._limits.history_load_limit, exclude_message_id)
         except StoreError as error:
             breaker.record_failure()
             return degraded_context(error)
