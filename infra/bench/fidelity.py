@@ -57,11 +57,11 @@ from infra.local.twilio_emulator import post_signed_text
 from onboarding.composition import build_repositories
 from onboarding.config import Settings
 from onboarding.llm.prompt import render_system_prompt
+from onboarding.llm.wording import SUMMARY_SYSTEM_PROMPT
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.model.messages import Message
 from onboarding.model.state import OnboardingAgentType
 from onboarding.persistence import Repositories
-from onboarding.summary import SUMMARY_SYSTEM_PROMPT
 
 # The stand-ins' fidelity to the services' documented limits is a table of its own, kept by hand.
 LIMITS_POINTER = (

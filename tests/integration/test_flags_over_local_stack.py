@@ -13,8 +13,8 @@ import pytest
 
 from infra.local.bedrock_emulator.recorded import RecordedRequest
 from infra.local.stack import LocalStack
-from onboarding.llm.prompt import SINGLE_PROMPT_RULE
-from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
+from onboarding.llm.wording import SINGLE_PROMPT_RULE
+from onboarding.replies import MEMORY_UNAVAILABLE_NOTICE
 from tests.support.views import default_flags_document
 
 HTTP = httpx.Client(timeout=60)

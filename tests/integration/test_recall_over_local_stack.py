@@ -14,7 +14,7 @@ import pytest
 from infra.local.deployment import RECALL_BUCKET_NAME, RECALL_INDEX_NAME
 from infra.local.stack import LocalStack, temporary_environment
 from onboarding.config import Settings
-from onboarding.llm.sections import RECALL_HEADER
+from onboarding.llm.wording import RECALL_HEADER
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import SEARCHED_KEY
 from tests.support.deployed_flows import bearer, new_phone, new_user, operator_table, replies_to, text

@@ -24,8 +24,8 @@ from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.history import TurnContext
 from onboarding.persistence import Repositories
+from onboarding.replies import TOO_LONG
 from onboarding.sms.inbound import SmsTurnRequest
-from onboarding.sms.responder import TOO_LONG
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
 from tests.unit.test_api import identity, parse_sse

@@ -11,10 +11,10 @@ from langchain_core.language_models import BaseChatModel
 
 from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.config import Settings
-from onboarding.llm.wording import RESTART_REPLY
+from onboarding.llm.wording import SUMMARY_SYSTEM_PROMPT
 from onboarding.model.answers import read_answer
 from onboarding.model.state import ONBOARDING_ORDER
-from onboarding.summary import SUMMARY_SYSTEM_PROMPT
+from onboarding.replies import RESTART_REPLY
 from tests.support.clock import FakeClock
 from tests.unit.test_memory_flow import Harness, _onboard, memory_settings
 

@@ -28,7 +28,7 @@ from onboarding.account import AccountService
 from onboarding.breaker import CircuitBreaker
 from onboarding.composition import build_account, build_orchestrator, build_repositories, build_turn_service, sms_intake
 from onboarding.config import Limits, Settings, WebhookSettings, WorkerSettings
-from onboarding.llm.wording import RESET_REPLY_WITH_STEP, STEP_PROMPTS
+from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.memory.tokens import count_tokens
 from onboarding.model.errors import (
@@ -47,8 +47,8 @@ from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.persistence.codec import state_item
 from onboarding.persistence.keys import client_key, erased_key
+from onboarding.replies import ERASE_NOT_ASKED, RESET_REPLY_WITH_STEP
 from onboarding.sms.inbound import InboundSms
-from onboarding.sms.intake import ERASE_NOT_ASKED
 from onboarding.sms.queue import TurnQueue
 from onboarding.summary import fold_due
 from onboarding.turn.run import TurnTimedOutError

@@ -19,10 +19,10 @@ import pytest
 from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
+from onboarding.llm.wording import SUMMARY_SYSTEM_PROMPT
 from onboarding.model.messages import Message, Role
 from onboarding.persistence.codec import message_item
 from onboarding.persistence.keys import SUMMARY_SORT_KEY, USER_PREFIX, new_message_id
-from onboarding.summary import SUMMARY_SYSTEM_PROMPT
 from tests.support.setting_effects import observes
 from tests.support.setting_runs import query_limits, repositories, run_turn, settings_with
 from tests.unit.conftest import TABLE

@@ -24,8 +24,9 @@ from onboarding.config import RateLimit, Settings
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import LINK_TRIES_PREFIX, link_tries_key
 from onboarding.persistence.phones import BUSY_RETRY_S, PENDING_WAITS_S, LinkAttempt, LinkLockout, LinkRequests
+from onboarding.replies import LINK_BUSY, LINK_LOCKED, LINK_REFUSED, LINKED
 from onboarding.sms.inbound import InboundSms, SmsTurnRequest
-from onboarding.sms.intake import LINK_BUSY, LINK_LOCKED, LINK_REFUSED, LINKED, SmsIntake
+from onboarding.sms.intake import SmsIntake
 from onboarding.sms.queue import TurnQueue
 from tests.support.clock import FakeClock
 from tests.support.setting_effects import observes

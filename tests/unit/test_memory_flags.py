@@ -15,10 +15,10 @@ from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.breaker import CircuitBreaker
 from onboarding.config import Settings
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
-from onboarding.llm.prompt import MEMORY_UNAVAILABLE_RULE, SINGLE_PROMPT_RULE
-from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
+from onboarding.llm.wording import MEMORY_UNAVAILABLE_RULE, SINGLE_PROMPT_RULE
 from onboarding.model.profile import UserProfile
 from onboarding.persistence import Repositories
+from onboarding.replies import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.rollout import MemoryFlags
 from onboarding.summary import Summarizer
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator

@@ -15,7 +15,7 @@ from onboarding.breaker import CircuitBreaker
 from onboarding.config import Settings
 from onboarding.config.settings import PROMPT_INSTRUCTIONS_TOKENS, PROMPT_KEPT_VALUES, kept_prompt_tokens
 from onboarding.llm.bedrock import build_chat_model
-from onboarding.llm.wording import STEP_PROMPTS
+from onboarding.llm.wording import STEP_PROMPTS, SUMMARY_SYSTEM_PROMPT
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.model.answers import answer_value
 from onboarding.model.errors import MessageOverBudgetError
@@ -23,7 +23,7 @@ from onboarding.model.history import ConversationSummary
 from onboarding.model.profile import UserProfile
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
-from onboarding.summary import SUMMARY_SYSTEM_PROMPT, Summarizer
+from onboarding.summary import Summarizer
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock

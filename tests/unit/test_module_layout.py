@@ -5,11 +5,14 @@
   repositories) and `turn.store` (the turn's door to them);
 - one name per concept: no two modules or packages of the library have a word in common in their
   names (words sharing their first four letters count as one: `erasing` and `erasure`);
+- one home for our words: a module-level text that reads as a sentence is in `replies.py` (what
+  the person reads that we write) or `llm/wording.py` (what the model reads), nowhere else;
 - a module over 500 lines is a smell to look at, not a cap to split by: it fails here until it is
   either made smaller for a reason of its own or named below with why it is one idea.
 """
 
 import ast
+import re
 from itertools import combinations
 from pathlib import Path
 
@@ -154,3 +157,35 @@ def test_a_long_module_is_one_idea_or_it_is_looked_at() -> None:
         and (rel := str(p.relative_to(REPO))) not in ONE_IDEA_THOUGH_LONG
     }
     assert not long, f"over {SMELL_LINES} lines (make it smaller, or say why it is one idea): {long}"
+
+
+# Where the texts we write live: what the person reads, and what the model reads.
+WORDS_HOMES = ("replies.py", "llm/wording.py")
+_SENTENCE = re.compile(r"^[A-Z(].*\s.*[.?!:)]\s*$", re.DOTALL)
+
+
+def stray_sentences(modules: dict[str, Path]) -> list[str]:
+    """Module-level constants of four words or more that read as a sentence or a header, outside
+    the two homes of our words (`modules`: path relative to the library -> file)."""
+    found = []
+    for name, path in sorted(modules.items()):
+        if name in WORDS_HOMES:
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                for constant in ast.walk(node.value):
+                    text = constant.value if isinstance(constant, ast.Constant) else None
+                    if isinstance(text, str) and len(text.split()) >= 4 and _SENTENCE.match(text):
+                        found.append(f"{name}:{node.lineno}: {text[:40]}")
+    return found
+
+
+def test_every_text_we_write_lives_in_one_of_two_homes() -> None:
+    modules = {p.relative_to(LIBRARY).as_posix(): p for p in LIBRARY.rglob("*.py")}
+    assert stray_sentences(modules) == []
+
+
+def test_the_words_test_finds_a_reply_written_beside_its_code(tmp_path: Path) -> None:
+    stray = tmp_path / "intake.py"
+    stray.write_text('LINKED = "Linked! Texts from this phone now continue your conversation."\n', encoding="utf-8")
+    assert stray_sentences({"sms/intake.py": stray}) == ["sms/intake.py:1: Linked! Texts from this phone now contin"]

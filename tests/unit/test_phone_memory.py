@@ -20,7 +20,7 @@ from onboarding.model.messages import Message, ToolCall
 from onboarding.model.profile import UserProfile
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
-from onboarding.sms.intake import ERASE_NOT_ASKED, LINKED
+from onboarding.replies import ERASE_NOT_ASKED, LINKED
 from onboarding.sms.queue import TurnQueue
 from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock

@@ -22,9 +22,8 @@ from onboarding.config import Limits, Settings
 from onboarding.config.settings import PROMPT_INSTRUCTIONS_TOKENS, kept_prompt_tokens
 from onboarding.context import OnboardingAgentContext
 from onboarding.llm.prompt import PromptFacts, fit_system_prompt
-from onboarding.llm.sections import LEFT_OUT_TITLE
 from onboarding.llm.tools import build_tools
-from onboarding.llm.wording import STEP_PROMPTS
+from onboarding.llm.wording import LEFT_OUT_TITLE, STEP_PROMPTS
 from onboarding.llm.working_copy import WorkingCopy
 from onboarding.memory.tokens import count_tokens
 from onboarding.model.answers import Answer, PreviousValue

@@ -19,8 +19,8 @@ from onboarding.config import RateLimit, Settings
 from onboarding.model.errors import RateLimitedError, StoreError, TurnInProgressError
 from onboarding.model.messages import Message
 from onboarding.persistence import Repositories
+from onboarding.replies import SLOW_DOWN
 from onboarding.sms.inbound import SmsTurnRequest
-from onboarding.sms.responder import SLOW_DOWN
 from onboarding.sms.sender import TwilioSender
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService

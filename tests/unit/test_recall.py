@@ -21,7 +21,8 @@ from onboarding.audit import Caller
 from onboarding.composition import build_account, build_indexer, build_recaller, build_turn_service, build_vector_index
 from onboarding.config import Settings
 from onboarding.config.flags import MemoryFeatures
-from onboarding.llm.sections import RECALL_HEADER, recall_lines
+from onboarding.llm.sections import recall_lines
+from onboarding.llm.wording import RECALL_HEADER
 from onboarding.memory.tokens import count_tokens
 from onboarding.model.history import ConversationSummary, TurnContext
 from onboarding.model.messages import Message, Role

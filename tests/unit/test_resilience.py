@@ -29,10 +29,10 @@ from onboarding.breaker import CircuitBreaker
 from onboarding.composition import build_turn_service
 from onboarding.config import DEFAULT_LIMITS, BreakerPolicy, RetryPolicy, Settings
 from onboarding.llm.bedrock import build_chat_model, is_transient_model_error
-from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.model.errors import CoachUnavailableError, ModelUnavailableError, StoreError
 from onboarding.model.history import TurnContext
 from onboarding.persistence import ConversationRepository, Repositories
+from onboarding.replies import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
 from tests.support.clock import FakeClock

@@ -19,8 +19,9 @@ from onboarding.composition import sms_intake
 from onboarding.config import DEFAULT_LIMITS
 from onboarding.persistence import Repositories
 from onboarding.persistence.idempotency import ClaimedIdempotencyLayer
+from onboarding.replies import LINK_REFUSED, LINKED, TEXT_ONLY
 from onboarding.sms.inbound import SmsTurnRequest
-from onboarding.sms.intake import LINK_REFUSED, LINKED, TEXT_ONLY, SmsIntake
+from onboarding.sms.intake import SmsIntake
 from onboarding.sms.queue import TurnQueue
 from onboarding.sms.sealing import read_queued
 from tests.support.sqs_events import text_keys

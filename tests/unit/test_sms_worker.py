@@ -15,8 +15,8 @@ from infra.local.lambda_runner import LocalLambdaContext
 from infra.local.twilio_emulator import TwilioEmulator
 from onboarding.composition import sms_responder
 from onboarding.persistence import Repositories
+from onboarding.replies import MODEL_APOLOGY, TOO_LONG
 from onboarding.sms.inbound import SmsTurnRequest
-from onboarding.sms.responder import MODEL_APOLOGY, TOO_LONG
 from onboarding.sms.sender import SendError, TwilioSender
 from onboarding.sms.split import split_message
 from onboarding.turn.service import TurnService

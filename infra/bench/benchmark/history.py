@@ -33,12 +33,12 @@ from infra.local.stack import temporary_environment
 from infra.local.template import table_create_request
 from onboarding.composition import build_orchestrator, build_repositories, build_turn_service
 from onboarding.config import Settings
+from onboarding.llm.wording import SUMMARY_SYSTEM_PROMPT
 from onboarding.model.history import ConversationSummary
 from onboarding.model.messages import Message
 from onboarding.persistence.capacity import READS
 from onboarding.persistence.codec import message_item, summary_item
 from onboarding.persistence.keys import new_message_id
-from onboarding.summary import SUMMARY_SYSTEM_PROMPT
 
 TABLE = "onboarding-memory-history"
 UNSUMMARIZED = 10  # what a caught-up summary leaves out: the newest messages, within the window

@@ -50,11 +50,12 @@ from onboarding.config import Settings
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.llm.bedrock import build_chat_model
 from onboarding.llm.tools import tool_definitions
+from onboarding.llm.wording import SUMMARY_SYSTEM_PROMPT
 from onboarding.memory.tokens import count_tokens
 from onboarding.memory.window import conversation_start
 from onboarding.model.messages import Role
 from onboarding.persistence import Repositories
-from onboarding.summary import SUMMARY_SYSTEM_PROMPT, Summarizer
+from onboarding.summary import Summarizer
 from onboarding.turn.fold import fold_if_due
 from onboarding.turn.run import TurnDependencies
 from onboarding.turn.service import TurnService

@@ -30,7 +30,7 @@ from rank_bm25 import BM25Okapi
 from infra.bench.memory_benchmark.dataset import Conversation, Question
 from infra.local.bedrock_emulator.recorded import RecordedRequest
 from infra.local.s3vectors import analyze
-from onboarding.llm.sections import RECALL_HEADER
+from onboarding.llm.wording import RECALL_HEADER
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 
 SEED_WINDOW = 15

@@ -36,6 +36,7 @@ from aws_lambda_powertools import Logger
 from onboarding.account import AccountService
 from onboarding.audit import Caller, record_access
 from onboarding.config import Limits
+from onboarding.llm.wording import SMS_SUMMARY_HEADER
 from onboarding.memory.transcript import cap_summary, transcript_lines
 from onboarding.metrics import count_metric
 from onboarding.model.answers import is_answered, read_answer
@@ -242,9 +243,6 @@ class PhoneLinking:
             except MemoryChangedError:
                 continue  # the app user's turn saved meanwhile: merge with what it saved
         raise StoreError("the app user's memory kept changing while the phone's texts joined it")
-
-
-SMS_SUMMARY_HEADER = "Told by text before the phone was linked:"
 
 
 def _completed(context: Mapping[str, Any], step: str) -> bool:

@@ -1,4 +1,5 @@
-"""Owns the rolling summary: when a fold is due and what it takes, its prompt, and its model call.
+"""Owns the rolling summary: when a fold is due and what it takes, and its model call (its
+instructions are llm/wording.py's, with every other text the model reads).
 
 What a fold takes: the messages the window will not hold. Those before the conversation start,
 and the oldest once the unsummarized part grows past the policy's limits, so the summary plus the
@@ -20,6 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from onboarding.config import FoldPolicy
+from onboarding.llm.wording import SUMMARY_SYSTEM_PROMPT
 from onboarding.memory.transcript import cap_summary, transcript_lines
 from onboarding.memory.window import units_messages, units_of, units_tokens, unsummarized
 from onboarding.model.history import ConversationSummary
@@ -150,14 +152,6 @@ def fold_batch(
     if taken == len(units) and not read_all:
         taken = max((i for i in range(1, taken) if units[i][0].role == "user"), default=taken)
     return tuple(message for unit in units[:taken] for message in unit)
-
-
-SUMMARY_SYSTEM_PROMPT = (
-    "You keep a running summary of a fitness coach's conversation with a client. Update the summary "
-    "with the new messages. Keep every fact the client stated (names, numbers, dates, injuries, "
-    "preferences, decisions) as short '- ' lines; drop greetings and small talk. Answer with the "
-    "updated summary only."
-)
 
 
 def render_summary_request(current_summary: str | None, lines: Sequence[str]) -> str:

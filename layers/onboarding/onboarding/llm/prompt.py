@@ -29,7 +29,6 @@ from datetime import datetime
 from typing import Any
 
 from onboarding.llm.sections import (
-    RECALL_HEADER,
     MemoryItem,
     MemorySection,
     PromptPart,
@@ -42,8 +41,14 @@ from onboarding.llm.sections import (
 from onboarding.llm.wording import (
     COACH_PERSONA,
     CORRECTION_RULES,
+    MEMORY_UNAVAILABLE_RULE,
+    NEXT_WHEN_COMPLETE,
     NO_REASK_RULES,
+    ONBOARDING_COMPLETE_STEP,
+    RECALL_HEADER,
     REMEMBER_RULE,
+    RETURNING_CLIENT,
+    SINGLE_PROMPT_RULE,
     STEP_PROMPTS,
     TOOL_RULES,
     next_question,
@@ -183,34 +188,6 @@ class PromptFacts:
     returning_since: datetime | None = None
     # Older messages recalled for this message (onboarding.llm.sections's lines, within their allowance).
     recalled: Sequence[str] = ()
-
-
-MEMORY_UNAVAILABLE_RULE = (
-    "Your notes about this client could not be loaded for this message (a temporary fault). Do not "
-    "claim to remember anything about them and do not save answers; answer briefly and helpfully."
-)
-
-
-# Single-prompt mode (the memory flag off, docs/rollout.md): no notes by design, so nothing to apologise for.
-SINGLE_PROMPT_RULE = (
-    "You have no notes about this client: answer from their message alone. Do not claim to remember "
-    "anything about them and do not save answers; answer briefly and helpfully."
-)
-
-
-ONBOARDING_COMPLETE_STEP = (
-    "Onboarding is complete: every step is done. Answer the client's questions about their plan "
-    "using what is known below, and never collect onboarding answers again."
-)
-
-
-RETURNING_CLIENT = (
-    "Returning client: this message opens a new conversation (you last talked on {day}). Greet them"
-    "{by_name}, recap in one sentence what you know about them (below), then say what comes next: {next}"
-)
-
-
-NEXT_WHEN_COMPLETE = "keep coaching them from their saved plan."
 
 
 def _returning(step: OnboardingAgentType, agent_context: Mapping[str, Any], memory: "PromptFacts") -> str:

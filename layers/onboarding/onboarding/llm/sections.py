@@ -18,6 +18,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from onboarding.llm.wording import (
+    KNOWN_HEADER,
+    LEFT_OUT_ANSWERS,
+    LEFT_OUT_FACTS,
+    LEFT_OUT_NOTE,
+    LEFT_OUT_SUMMARY,
+    LEFT_OUT_TITLE,
+    NONE_SHOWN,
+    NOTHING_YET,
+    PROFILE_HEADER,
+    RECALL_HEADER,
+    SUMMARY_HEADER,
+)
 from onboarding.memory.tokens import count_tokens
 from onboarding.model.answers import Answer, step_answers
 from onboarding.model.messages import Message
@@ -64,36 +77,6 @@ class MemorySection:
 
 
 PromptPart = PromptSection | MemorySection
-
-
-KNOWN_HEADER = "Already known:"
-
-
-PROFILE_HEADER = "About the client (remembered across conversations):"
-
-
-SUMMARY_HEADER = "Summary of the earlier conversation:"
-
-
-NOTHING_YET = "- nothing yet"
-
-
-NONE_SHOWN = "- (more than the prompt has room for: see 'More is stored' below)"
-
-
-LEFT_OUT_TITLE = "More is stored"
-
-
-LEFT_OUT_NOTE = "More is stored about the client than is shown here: {parts}."
-
-
-LEFT_OUT_ANSWERS = "answers not shown: {n} (answer_history reads any answer, with its earlier values)"
-
-
-LEFT_OUT_FACTS = "facts about the client not shown: {n} (recall_facts reads them all)"
-
-
-LEFT_OUT_SUMMARY = "the summary's oldest lines not shown: {n}"
 
 
 def known_line(step: str, key: str, answer: Answer) -> str:
@@ -183,12 +166,6 @@ def left_out_note(parts: Sequence[PromptPart], left_out: Mapping[str, int]) -> P
         if isinstance(part, MemorySection) and left_out.get(part.kind)
     ]
     return PromptSection("left_out", LEFT_OUT_TITLE, LEFT_OUT_NOTE.format(parts="; ".join(named)))
-
-
-RECALL_HEADER = (
-    "From earlier conversations (older messages that may bear on this one, under the day each was said; "
-    "use them only if they do):"
-)
 
 
 _WHO = {"user": "Client", "assistant": "Coach"}

@@ -1,8 +1,10 @@
-"""Owns every text of ours that the model or the person reads: the coach's persona, the rules against
-asking again, each step's `field: question` lines and what each item is called; the rules of when
-to call each tool and the tools' own descriptions (the save tool's items are described by their
-questions); and what the coach says without the model (the reply to a reset command, the notice a
-turn whose memory could not be read opens with).
+"""Owns every text of ours that the model reads: the coach's persona, the rules against asking
+again, each step's `field: question` lines and what each item is called; the rules of when to call
+each tool and the tools' own descriptions (the save tool's items are described by their
+questions); the system prompt's fixed instructions and the memory sections' headers and notes;
+the check-in's instructions and the summary's. What the person reads that we write without the
+model (a reset's answer, the SMS channel's answers) is onboarding/replies.py's. A test holds every
+sentence of ours to these two homes.
 
 A question is what the coach asks when its field is still unknown; the rules forbid asking again
 for anything the conversation or an earlier step already answered. The system prompt is put
@@ -198,36 +200,6 @@ TOOL_TEXTS: Mapping[str, str] = {
 }
 
 
-# Said by us, first, in a turn whose memory could not be read: the person knows why the coach may
-# ask something again. Their messages are still stored, so the next turn sees this one.
-MEMORY_UNAVAILABLE_NOTICE = (
-    "(I can't reach my notes about you right now, so I may ask something you've already told me. "
-    "Your messages are saved.) "
-)
-
-
-RESET_REPLY = (
-    "Okay, we're starting a fresh conversation. I still remember what you've told me about yourself "
-    "and the onboarding steps we've finished."
-)
-
-
-RESET_REPLY_WITH_STEP = RESET_REPLY + " Let's pick up the {title} step."
-
-
-RESTART_REPLY = (
-    "Okay, let's go through your onboarding again from the start. I've kept your earlier answers "
-    "on file, so you can tell me what has changed."
-)
-
-
-def reset_reply(step: OnboardingAgentType, onboarding_complete: bool) -> str:
-    """What a reset command is answered with: after a completed onboarding it starts again."""
-    return (
-        RESTART_REPLY if onboarding_complete else RESET_REPLY_WITH_STEP.format(title=STEP_PROMPTS[step].title.lower())
-    )
-
-
 # The check-in's agent (agents/check_in.py): the system prompt starts with CHECK_IN_OPENING (the
 # local coach knows a check-in by it), then the memory's sections, each under its header.
 CHECK_IN_OPENING = "You are checking in with a client, unprompted, as they asked"
@@ -251,3 +223,67 @@ CHECK_IN_ASK_AGAIN = (
     "The {item} answer could not be read as a check-in schedule ({why}); it was not saved. Ask the "
     "client again: how often, on which days, at what time, and by app or by SMS."
 )
+
+# The summary's model call (summary.py): one call without tools, to update the running summary.
+SUMMARY_SYSTEM_PROMPT = (
+    "You keep a running summary of a fitness coach's conversation with a client. Update the summary "
+    "with the new messages. Keep every fact the client stated (names, numbers, dates, injuries, "
+    "preferences, decisions) as short '- ' lines; drop greetings and small talk. Answer with the "
+    "updated summary only."
+)
+
+
+# The system prompt's fixed instructions (llm/prompt.py puts them in).
+MEMORY_UNAVAILABLE_RULE = (
+    "Your notes about this client could not be loaded for this message (a temporary fault). Do not "
+    "claim to remember anything about them and do not save answers; answer briefly and helpfully."
+)
+
+# Single-prompt mode (the memory flag off, docs/rollout.md): no notes by design, so nothing to apologise for.
+SINGLE_PROMPT_RULE = (
+    "You have no notes about this client: answer from their message alone. Do not claim to remember "
+    "anything about them and do not save answers; answer briefly and helpfully."
+)
+
+ONBOARDING_COMPLETE_STEP = (
+    "Onboarding is complete: every step is done. Answer the client's questions about their plan "
+    "using what is known below, and never collect onboarding answers again."
+)
+
+RETURNING_CLIENT = (
+    "Returning client: this message opens a new conversation (you last talked on {day}). Greet them"
+    "{by_name}, recap in one sentence what you know about them (below), then say what comes next: {next}"
+)
+
+NEXT_WHEN_COMPLETE = "keep coaching them from their saved plan."
+
+
+# The memory's sections' headers and notes (llm/sections.py renders them).
+KNOWN_HEADER = "Already known:"
+
+PROFILE_HEADER = "About the client (remembered across conversations):"
+
+SUMMARY_HEADER = "Summary of the earlier conversation:"
+
+NOTHING_YET = "- nothing yet"
+
+NONE_SHOWN = "- (more than the prompt has room for: see 'More is stored' below)"
+
+LEFT_OUT_TITLE = "More is stored"
+
+LEFT_OUT_NOTE = "More is stored about the client than is shown here: {parts}."
+
+LEFT_OUT_ANSWERS = "answers not shown: {n} (answer_history reads any answer, with its earlier values)"
+
+LEFT_OUT_FACTS = "facts about the client not shown: {n} (recall_facts reads them all)"
+
+LEFT_OUT_SUMMARY = "the summary's oldest lines not shown: {n}"
+
+RECALL_HEADER = (
+    "From earlier conversations (older messages that may bear on this one, under the day each was said; "
+    "use them only if they do):"
+)
+
+
+# A linked phone's summary, where it joins the app account's (linking.py).
+SMS_SUMMARY_HEADER = "Told by text before the phone was linked:"

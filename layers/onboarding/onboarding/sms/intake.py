@@ -15,6 +15,17 @@ from onboarding.config import Limits
 from onboarding.linking import PhoneLinking
 from onboarding.model.text import is_blank
 from onboarding.model.users import PhoneOwner, normalize_link_code
+from onboarding.replies import (
+    ERASE_ASK,
+    ERASE_DONE,
+    ERASE_NOT_ASKED,
+    LINK_BUSY,
+    LINK_CONFIRM,
+    LINK_LOCKED,
+    LINK_REFUSED,
+    LINKED,
+    TEXT_ONLY,
+)
 from onboarding.sms.inbound import InboundSms, OptOut, SmsTurnRequest
 from onboarding.sms.queue import TurnQueue
 
@@ -22,29 +33,10 @@ logger = Logger(child=True)
 
 _LINK_REQUEST = re.compile(r"^\s*LINK\s+(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 
-LINKED = "Linked! Texts from this phone now continue your conversation from the app."
-LINK_REFUSED = "That link code is not valid or has expired. Get a new one in the app and text LINK <code>."
 LINK_CONFIRMATION = "YES"
-LINK_CONFIRM = (
-    "Reply YES within {minutes} minutes to link this phone to the app account that made this code: "
-    "what you have texted me so far joins that account's memory, and your texts continue its "
-    "conversation. If that is not your account, ignore this and nothing changes."
-)
-LINK_LOCKED = "Too many wrong link codes from this phone. Try again in {minutes} minutes, with a new code from the app."
-LINK_BUSY = "I'm still checking other link codes from this phone. Send yours again in a minute."
-TEXT_ONLY = "I can only read text messages. Please type your answer."
 # What a LINK <code> text is answered, by what the phone's service made of it.
 _LINK_ANSWERS = {"ask_yes": LINK_CONFIRM, "refused": LINK_REFUSED, "locked": LINK_LOCKED, "busy": LINK_BUSY}
 ERASE_KEYWORD, ERASE_CONFIRMATION = "DELETE MY DATA", "YES DELETE"
-ERASE_ASK = (
-    "This erases everything I have stored for you: our messages, your answers and your profile. It "
-    "can't be undone. To confirm, reply YES DELETE within {minutes} minutes."
-)
-ERASE_NOT_ASKED = "To erase everything I have stored for you, first text DELETE MY DATA."
-ERASE_DONE = (
-    "Done: your data is erased ({messages} messages, {saved} saved items, {phones} phone link). "
-    "Text me anytime to start fresh."
-)
 
 
 # Carrier keywords Twilio acts on itself (default opt-out handling); only an exact, whole-text match

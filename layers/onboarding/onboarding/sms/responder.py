@@ -7,6 +7,7 @@ from aws_lambda_powertools import Logger
 from onboarding.linking import PhoneLinking
 from onboarding.metrics import count_metric
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, UserErasedError
+from onboarding.replies import MODEL_APOLOGY, SLOW_DOWN, TOO_LONG
 from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.sealing import read_queued
 from onboarding.sms.sender import RecipientOptedOutError, SmsSender, UndeliverableError
@@ -15,12 +16,9 @@ from onboarding.turn.service import TurnService
 
 logger = Logger(child=True)
 
-MODEL_APOLOGY = "Sorry, I couldn't answer just now. I have your message; please text me again in a minute."
 # How often a text's user may change while it is answered (a link's merge moves it once) before
 # the text is left to the queue's retry.
 ADDRESSEE_CHANGES = 3
-TOO_LONG = "That message is too long for me to read. Could you send it in a few shorter texts?"
-SLOW_DOWN = "You're texting faster than I can keep up. Give me a minute, then send that again."
 
 
 class SmsResponder:

@@ -25,7 +25,6 @@ from onboarding.breaker import CircuitBreaker
 from onboarding.checkins.cadence import SCHEDULE_ITEMS
 from onboarding.config import Limits
 from onboarding.llm.bedrock import open_stream
-from onboarding.llm.wording import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.metrics import count_metric
 from onboarding.model.answers import Answer, step_answers
 from onboarding.model.errors import (
@@ -40,6 +39,7 @@ from onboarding.model.history import ClaimedTurn, TurnCommit, TurnContext
 from onboarding.model.messages import Message
 from onboarding.model.state import OnboardingState
 from onboarding.model.text import is_blank
+from onboarding.replies import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.summary import Summarizer
 from onboarding.telemetry import TurnLedger, counting, fold_accounted, turn_responded
 from onboarding.turn.fold import fold_after_turn

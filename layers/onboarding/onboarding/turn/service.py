@@ -23,7 +23,6 @@ from onboarding.audit import Caller, context_counts, record_access
 from onboarding.breaker import CircuitBreaker
 from onboarding.config import Limits
 from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
-from onboarding.llm.wording import reset_reply
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.window import is_reset_command
 from onboarding.metrics import count_metric
@@ -40,6 +39,7 @@ from onboarding.model.text import is_blank, normalized_text
 from onboarding.persistence import Repositories
 from onboarding.persistence.keys import CLIENT_ID_PATTERN
 from onboarding.recall.recaller import NOT_TRIED, Recall, Recaller
+from onboarding.replies import reset_reply
 from onboarding.summary import Summarizer
 from onboarding.telemetry import TurnLedger, counting, turn_received
 from onboarding.turn.orchestrator import (
