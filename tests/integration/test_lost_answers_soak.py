@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from infra.local.stack import LocalStack
+from infra.local.template import function_timeout_s
 from onboarding.persistence.keys import phone_key
 from tests.support.deployed_flows import HTTP, bearer, new_phone, new_user, operator_table, text
 from tests.support.tcp_proxy import TcpProxy
@@ -32,7 +33,11 @@ FAULT_RATE = 0.13
 APP_USERS, SMS_USERS, MESSAGES = 8, 4, 12
 TWILIO_TRIES = 2  # the webhook URL, then the Fallback URL (decision 0008)
 APP_TRIES = 30
-QUEUE_VISIBILITY_S = 10  # the operator's, for a soak of minutes (the template's is 720 s)
+# The operator's, for a soak of minutes (the template's is 720 s), but never below the worker's
+# timeout, the least AWS lets a queue mapped to a function have: with less, a text whose answer
+# stalls past it is handed to a second invocation while the first still answers it, each such
+# receive counts towards maxReceiveCount, and an answered text ends in the dead-letter queue.
+QUEUE_VISIBILITY_S = function_timeout_s("SmsWorkerFunction")
 SAYINGS = [
     "I'm a beginner",
     "I walk about {n} km most days",

@@ -175,9 +175,11 @@ class TcpProxy:
 
     def _serve(self, client: socket.socket) -> None:
         if self.mode == "refuse":
-            # SO_LINGER 0: close sends a reset, as a host with nothing listening would.
-            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            client.close()
+            # SO_LINGER 0: close sends a reset, as a host with nothing listening would. The proxy's
+            # own close may have shut the socket first: then there is nothing left to refuse.
+            with contextlib.suppress(OSError):
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                client.close()
             return
         if self.mode == "stall":
             with contextlib.suppress(OSError):
