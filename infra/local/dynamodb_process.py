@@ -2,7 +2,7 @@
 handed to it, started, waited for, and ended for good."""
 
 import os
-import select
+import selectors
 import subprocess
 import sys
 import time
@@ -24,15 +24,19 @@ def wait_until_ready(process: "subprocess.Popen[bytes]", ready: int, timeout_s: 
     (the pipe closes) or never does. Its socket accepts connections from the start, so a connection
     that succeeds says nothing: the server's own word does."""
     deadline, said = time.monotonic() + timeout_s, b""
-    while READY not in said:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise RuntimeError(f"did not start within {timeout_s} s")
-        if select.select([ready], [], [], left)[0]:
-            chunk = os.read(ready, 64)
-            if not chunk:  # the pipe closed without a word: the process ended
-                raise RuntimeError(f"exited with code {process.wait()}")
-            said += chunk
+    # A selector, not select(): select() refuses a descriptor numbered 1024 or more, which a
+    # process holding many sockets (a test worker, a long console session) reaches.
+    with selectors.DefaultSelector() as selector:
+        selector.register(ready, selectors.EVENT_READ)
+        while READY not in said:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RuntimeError(f"did not start within {timeout_s} s")
+            if selector.select(left):
+                chunk = os.read(ready, 64)
+                if not chunk:  # the pipe closed without a word: the process ended
+                    raise RuntimeError(f"exited with code {process.wait()}")
+                said += chunk
 
 
 def end_child(process: "subprocess.Popen[bytes]") -> None:

@@ -3,6 +3,7 @@ that says what to do, and exit code 2; never a traceback. One test per case the 
 
 import os
 import pty
+import selectors
 import shutil
 import signal
 import socket
@@ -136,14 +137,20 @@ def test_ctrl_c_while_the_chat_starts_is_one_line(after_s: float, tmp_path: Path
     os.write(terminal, b"\x03")
     printed = b""
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            chunk = os.read(terminal, 65536)
-        except OSError:  # the child ended and closed the terminal
-            break
-        if not chunk:
-            break
-        printed += chunk
+    # Each read waits at most until the deadline: a chat that lost the Ctrl-C and sits at its
+    # prompt prints nothing more, and a plain read would wait for it for ever.
+    with selectors.DefaultSelector() as selector:
+        selector.register(terminal, selectors.EVENT_READ)
+        while (left := deadline - time.monotonic()) > 0:
+            if not selector.select(left):
+                continue
+            try:
+                chunk = os.read(terminal, 65536)
+            except OSError:  # the child ended and closed the terminal
+                break
+            if not chunk:
+                break
+            printed += chunk
     ended, status = os.waitpid(pid, os.WNOHANG)
     exit_by = time.monotonic() + 30
     while not ended and time.monotonic() < exit_by:

@@ -3,7 +3,7 @@
 import json
 import os
 import re
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -37,14 +37,16 @@ def read_until(process: "subprocess.Popen[bytes]", marker: bytes, timeout_s: flo
     assert process.stdout is not None
     seen = b""
     deadline = time.monotonic() + timeout_s
-    while marker not in seen:
-        left = deadline - time.monotonic()
-        assert left > 0, f"{marker!r} never came; printed: {seen[-2000:]!r}"
-        ready, _, _ = select.select([process.stdout], [], [], left)
-        if ready:
-            chunk = os.read(process.stdout.fileno(), 65536)
-            assert chunk, f"the process ended before {marker!r}; printed: {seen[-2000:]!r}"
-            seen += chunk
+    # A selector, not select(): a worker that has run many tests holds descriptors past 1024.
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while marker not in seen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"{marker!r} never came; printed: {seen[-2000:]!r}"
+            if selector.select(left):
+                chunk = os.read(process.stdout.fileno(), 65536)
+                assert chunk, f"the process ended before {marker!r}; printed: {seen[-2000:]!r}"
+                seen += chunk
     return seen
 
 
