@@ -179,7 +179,7 @@ class TcpProxy:
             # own close may have shut the socket first: then there is nothing left to refuse.
             with contextlib.suppress(OSError):
                 client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                client.close()
+            client.close()
             return
         if self.mode == "stall":
             with contextlib.suppress(OSError):
