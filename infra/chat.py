@@ -6,8 +6,9 @@
 
 The conversation is kept in --data-file (default .local/dynamodb.jsonl) and is there again the
 next time you start. While `python -m infra.local_stack` runs on that file, the chat uses that
-stack instead of starting its own. --reset forgets the --user first (their messages, state,
-profile, phones and link codes); --reset-all forgets every user. With --aws the real AWS account
+stack instead of starting its own. --reset forgets the --user first, as DELETE /me does (their
+messages, state, profile, phones, link codes, recall vectors and check-in schedule); --reset-all
+forgets every user and every check-in schedule. With --aws the real AWS account
 of your environment is used instead (TABLE_NAME, AWS_REGION and credentials must be set).
 --flags FILE takes the memory's feature flags from FILE (docs/rollout.md); an edit applies
 within FEATURE_FLAGS_MAX_AGE_S (60 s), without a restart.
@@ -33,7 +34,7 @@ from infra.local.iam.identity import acting_as
 from infra.local.shared_stack import ToolStack, stack_for
 from infra.local.stack import DEFAULT_DATA_FILE, add_iam_option
 from infra.local.terminal import functions_log_to, log_file_of
-from onboarding.composition import build_repositories, build_turn_service
+from onboarding.composition import build_account, build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.model.errors import InvalidMessageError, ModelUnavailableError, RateLimitedError, StoreError
 from onboarding.turn.service import TurnService
@@ -199,13 +200,14 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"configuration is incomplete or invalid ({fields}); see the README's configuration table")
             if arguments.reset_all and local is not None:  # the operator's: the whole table, not one user
                 print(f"Forgetting every user in {arguments.data_file} (--reset-all)...", file=sys.stderr)
-                print(f"Forgot everyone: {local.forget_everyone()} items deleted.", file=sys.stderr)
+                items, schedules = local.forget_everyone()
+                print(f"Forgot everyone: {items} items and {schedules} check-in schedules deleted.", file=sys.stderr)
             # The conversation runs as the mobile API would run it, with its permissions (its
             # DELETE /me erases as --reset does).
             with acting_as(CHAT_FUNCTION):
                 store = build_repositories(settings)
                 if arguments.reset:
-                    report = store.erasure.erase(arguments.user)
+                    report = build_account(settings, store).erase(arguments.user)
                     print(
                         f"Forgot {arguments.user!r}: {report.total} items deleted; other users kept.", file=sys.stderr
                     )

@@ -5,6 +5,11 @@ never fires them); this clock reads them, works out each one's firings in its ow
 croniter (daylight saving included), and invokes CheckInFunction with the schedule's input, the
 fire time filled in as `<aws.scheduler.scheduled-time>` is. A local clock may run ahead of the real
 one (`advance`, infra.chat's `/later 1d`): every firing it passes is delivered, in order, once.
+
+moto keeps the schedules in memory, and AWS never loses one: `kept_schedules` and
+`restore_schedules` carry them across a restart of the local stack (kept beside its data file).
+The clock starts again at the real time, so a firing due while the stack was stopped is not
+delivered: a stopped stack is not a scheduler running without it.
 """
 
 import json
@@ -23,6 +28,11 @@ from onboarding.checkins.timetable import FIRE_TIME
 logger = Logger(service="local-check-ins")
 
 
+# What a stored schedule is made again from: what our timetable sets (the scheduler adds its ARN and
+# dates). The group is left out: a schedule is restored into the group the template names now.
+KEPT_FIELDS = ("Name", "ScheduleExpression", "ScheduleExpressionTimezone", "FlexibleTimeWindow", "State", "Target")
+
+
 @dataclass(frozen=True)
 class Firing:
     """One firing of a schedule: when it was due (UTC), and the event the function gets."""
@@ -39,6 +49,31 @@ def crontab_of(expression: str) -> str:
     if len(fields) != 6 or fields[5] != "*":
         raise ValueError(f"not a cron expression the local clock runs: {expression}")
     return " ".join("*" if field == "?" else field for field in fields[:5])
+
+
+def schedule_names(scheduler: Any, group: str) -> list[str]:
+    """The name of every schedule of the group."""
+    pages = scheduler.get_paginator("list_schedules").paginate(GroupName=group)
+    return [found["Name"] for page in pages for found in page["Schedules"]]
+
+
+def stored_schedules(scheduler: Any, group: str) -> list[dict[str, Any]]:
+    """Every schedule of the group, as stored."""
+    return [scheduler.get_schedule(Name=name, GroupName=group) for name in schedule_names(scheduler, group)]
+
+
+def kept_schedules(scheduler: Any, group: str) -> list[dict[str, Any]]:
+    """The group's schedules as requests that make them again, by name (JSON: a file can keep them)."""
+    kept = [
+        {name: stored[name] for name in KEPT_FIELDS if name in stored} for stored in stored_schedules(scheduler, group)
+    ]
+    return sorted(kept, key=lambda schedule: schedule["Name"])
+
+
+def restore_schedules(scheduler: Any, group: str, kept: list[dict[str, Any]]) -> None:
+    """The schedules `kept_schedules` gave, made again in the group."""
+    for schedule in kept:
+        scheduler.create_schedule(GroupName=group, **schedule)
 
 
 def firings_between(schedule: dict[str, Any], start: datetime, end: datetime) -> list[Firing]:
@@ -74,24 +109,6 @@ class CheckInClock:
     def now(self) -> datetime:
         return self.real_now() + self._ahead
 
-    def schedules(self) -> list[dict[str, Any]]:
-        """Every schedule of the group, as stored."""
-        names = [
-            found["Name"]
-            for page in self.scheduler.get_paginator("list_schedules").paginate(GroupName=self.group)
-            for found in page["Schedules"]
-        ]
-        return [self.scheduler.get_schedule(Name=name, GroupName=self.group) for name in names]
-
-    def next_firings(self) -> dict[str, datetime]:
-        """Each enabled schedule's next firing after the clock's now, by schedule name."""
-        now, found = self.now(), {}
-        for schedule in self.schedules():
-            upcoming = firings_between(schedule, now, now + timedelta(days=8))
-            if upcoming:
-                found[schedule["Name"]] = upcoming[0].at
-        return found
-
     def advance(self, by: timedelta = timedelta(0)) -> list[tuple[Firing, Any]]:
         """Move the clock on by `by` and deliver every firing it passed (since the last tick), in
         order; what each firing's invocation answered. A schedule changed by a firing (STOP in its
@@ -102,7 +119,11 @@ class CheckInClock:
             delivered: list[tuple[Firing, Any]] = []
             while True:
                 due = sorted(
-                    (f for schedule in self.schedules() for f in firings_between(schedule, start, end)),
+                    (
+                        f
+                        for schedule in stored_schedules(self.scheduler, self.group)
+                        for f in firings_between(schedule, start, end)
+                    ),
                     key=lambda firing: firing.at,
                 )
                 if not due:

@@ -28,8 +28,8 @@ class ToolStack:
             return f"kept by the local stack of {self.state.describe()}, which saves it to {self.data_file}"
         return f"saved in {self.data_file}"
 
-    def forget_everyone(self) -> int:
-        """Delete every item of the conversation table; returns how many there were."""
+    def forget_everyone(self) -> tuple[int, int]:
+        """Delete every item of the conversation table and every check-in schedule; how many of each."""
         import boto3
 
         table: Any = boto3.resource("dynamodb", region_name=LOCAL_REGION).Table(
@@ -47,8 +47,15 @@ class ToolStack:
                 if "LastEvaluatedKey" not in page:
                     break
                 scan["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        from infra.local.check_in_clock import schedule_names
+
+        scheduler = boto3.client("scheduler", region_name=LOCAL_REGION)
+        group = str(self.state.environment["CHECK_IN_SCHEDULE_GROUP"])
+        names = schedule_names(scheduler, group)
+        for name in names:
+            scheduler.delete_schedule(Name=name, GroupName=group)
         self.save()
-        return deleted
+        return deleted, len(names)
 
 
 @contextmanager

@@ -17,7 +17,9 @@ backups: it is the operator's, not application code.
 With `data_file`, the conversation table survives restarts (infra/local/data.py): it is loaded from
 that file and its journal on start, each `save()` appends what changed since the last one (read
 from the table's stream: a save costs what changed, not the table), and the snapshot is written
-whole when the stack stops. Run `python -m infra.local_stack` to keep one running for other processes.
+whole when the stack stops. The recall index is kept beside it (written when the stack stops), and
+so are the check-in schedules (written on each `save()` that finds them changed): AWS loses neither
+when a function restarts. Run `python -m infra.local_stack` to keep one running for other processes.
 """
 
 import argparse
@@ -172,6 +174,7 @@ class LocalStack:
         self._ticking: Ticking | None = None
         self._changes: str | None = None  # the stream's iterator from which `save()` reads what changed
         self._streams: Any = None
+        self._kept_schedules: str | None = None  # the schedules file's text as last read or written
         self._loaded = False
         self._saved_env: dict[str, str | None] = {}
         self._saved_session: Any = None
@@ -386,8 +389,9 @@ class LocalStack:
         from infra.local.check_in_clock import CheckInClock, Ticking
         from infra.local.lambda_runner import invoke
 
-        group = self.deployment.resolve({"Ref": "CheckInScheduleGroup"})
-        clock = CheckInClock(self.operator_client("scheduler"), group, lambda event: invoke("CheckInFunction", event))
+        clock = CheckInClock(
+            self.operator_client("scheduler"), self._schedule_group, lambda event: invoke("CheckInFunction", event)
+        )
         self.check_in_clock = clock
         if self.api_port is not None:
             self._ticking = Ticking(clock).start()
@@ -483,8 +487,7 @@ class LocalStack:
         ssm.put_parameter(Name=token_parameter, Value=self.twilio.auth_token, Type="SecureString", Overwrite=True)
         webhook_parameter = deployment.resolve({"Ref": "TwilioWebhookUrlParameter"})
         ssm.put_parameter(Name=webhook_parameter, Value=self.webhook_url, Type="String", Overwrite=True)
-        group = deployment.resolve({"Ref": "CheckInScheduleGroup"})
-        self.operator_client("scheduler").create_schedule_group(Name=group)
+        self.operator_client("scheduler").create_schedule_group(Name=self._schedule_group)
 
     def _stream_arn(self) -> str | None:
         table = self.operator_client().describe_table(TableName=self.table_name)["Table"]
@@ -499,6 +502,47 @@ class LocalStack:
         """Where the recall index is kept beside the data file (it is made from the table's messages)."""
         return None if self.data_file is None else self.data_file.with_suffix(".vectors.json")
 
+    @property
+    def schedules_file(self) -> Path | None:
+        """Where the check-in schedules are kept beside the data file (moto's scheduler holds them in
+        memory; infra/local/check_in_clock.py)."""
+        return None if self.data_file is None else self.data_file.with_suffix(".schedules.json")
+
+    def _load_schedules(self) -> None:
+        """The kept schedules made again in the scheduler; a file that is not the list written is
+        one line naming it, and is left as it is."""
+        from infra.local.check_in_clock import restore_schedules
+
+        if self.schedules_file is None or not self.schedules_file.exists():
+            return
+        text = self.schedules_file.read_text(encoding="utf-8")
+        try:
+            kept = json.loads(text)
+            if not isinstance(kept, list) or not all(isinstance(schedule, dict) for schedule in kept):
+                raise ValueError("not a list of schedules")
+        except ValueError as error:
+            raise LocalToolError(
+                f"the check-in schedules file {self.schedules_file} cannot be read ({error}); "
+                "move it aside to start without its schedules"
+            ) from None
+        restore_schedules(self.operator_client("scheduler"), self._schedule_group, kept)
+        self._kept_schedules = text
+
+    def _save_schedules(self) -> None:
+        """The check-in schedules written beside the data file, when they changed since the last write."""
+        from infra.local.check_in_clock import kept_schedules
+
+        if self.schedules_file is None:
+            return
+        text = json.dumps(kept_schedules(self.operator_client("scheduler"), self._schedule_group), indent=1)
+        if text != self._kept_schedules:
+            atomic_write(self.schedules_file, [text])
+            self._kept_schedules = text
+
+    @property
+    def _schedule_group(self) -> str:
+        return str(self.deployment.resolve({"Ref": "CheckInScheduleGroup"}))
+
     def _load(self) -> None:
         """The data file and its journal into the table (all of it read first: a damaged file is moved
         aside, not half loaded), folded into a new snapshot if there was a journal (or no snapshot
@@ -507,6 +551,7 @@ class LocalStack:
         table's stream by `save()`."""
         if self.vectors_file is not None and self.vectors_file.exists():
             self.s3vectors.load(json.loads(self.vectors_file.read_text(encoding="utf-8")))
+        self._load_schedules()
         if self.data_file is not None:
             client = self.operator_client()
             keys = [
@@ -534,9 +579,10 @@ class LocalStack:
     def save(self) -> None:
         """What changed in the table since the last save, appended to the data file's journal (one
         line a change, read from the table's stream): its cost does not grow with the table. A
-        table without a stream is written whole."""
+        table without a stream is written whole. The check-in schedules too, if they changed."""
         if self.data_file is None:
             return
+        self._save_schedules()
         if self._changes is None:
             write_snapshot(self.data_file, self.items())
             return

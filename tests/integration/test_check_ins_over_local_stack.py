@@ -4,22 +4,35 @@ change, in two time zones, with the local clock moved forward; each names the pl
 holds, and a clock that passes no new firing sends nothing again."""
 
 import io
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from infra.chat import CHAT_FUNCTION, check_ins_later, converse
 from infra.local.check_in_clock import CheckInClock
+from infra.local.errors import LocalToolError
 from infra.local.iam.identity import acting_as
 from infra.local.lambda_runner import invoke
 from infra.local.stack import LocalStack
+from onboarding.checkins.timetable import schedule_name
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
-from tests.support.deployed_flows import at_the_scheduling_step, new_phone, operator_table, replies_to, text
+from tests.support.deployed_flows import (
+    HTTP,
+    at_the_scheduling_step,
+    bearer,
+    chat,
+    new_phone,
+    operator_table,
+    replies_to,
+    text,
+)
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +96,37 @@ def test_the_chat_moves_the_clock_on_and_the_check_in_arrives(stack: LocalStack)
     assert len(arrived) == 1, shown
     assert "kettlebell swings" in arrived[0]
     assert shown[-1] == "[no check-in in that time]"
+
+
+def test_the_schedules_are_kept_beside_the_data_file_across_restarts(tmp_path: Path) -> None:
+    """AWS keeps a schedule whatever happens to the functions; a restarted local stack keeps it too,
+    and its clock fires it. Each save writes the schedules that changed, so a stack that is killed
+    keeps those made before its last save."""
+    data, user = tmp_path / "table.jsonl", f"kept-{uuid.uuid4().hex[:8]}"
+    with LocalStack(data_file=data, api_port=0) as first:
+        at_the_scheduling_step(first, user)
+        chat(first, user, "weekly by app, Monday evenings")
+        first.save()
+        saved = json.loads((tmp_path / "table.schedules.json").read_text(encoding="utf-8"))
+        assert [schedule["Name"] for schedule in saved] == [schedule_name(user)]
+        assert HTTP.get(f"{first.api_url}/check-ins", headers=bearer(user)).json()["scheduled"] is True
+    with LocalStack(data_file=data, api_port=0) as second:
+        found = HTTP.get(f"{second.api_url}/check-ins", headers=bearer(user)).json()
+        assert (found["scheduled"], found["channel"], found["days"], found["at"]) == (True, "app", ["MON"], "18:00")
+        group = second.deployment.resolve({"Ref": "CheckInScheduleGroup"})
+        clock = CheckInClock(second.operator_client("scheduler"), group, lambda e: invoke("CheckInFunction", e))
+        fired = [answer for firing, answer in clock.advance(timedelta(days=7)) if firing.event["user_id"] == user]
+        assert [answer["status"] for answer in fired] == ["stored"]
+
+
+def test_a_damaged_schedules_file_is_one_line_and_is_left_as_it_is(tmp_path: Path) -> None:
+    data, schedules = tmp_path / "table.jsonl", tmp_path / "table.schedules.json"
+    schedules.write_text('[{"Name": "check-in-', encoding="utf-8")
+    with pytest.raises(LocalToolError) as refused:
+        LocalStack(data_file=data, api_port=0).__enter__()
+    assert "\n" not in str(refused.value)
+    assert str(schedules) in str(refused.value)
+    assert schedules.read_text(encoding="utf-8") == '[{"Name": "check-in-'
+    schedules.rename(tmp_path / "aside.json")  # as the error says: then the stack starts, nothing held
+    with LocalStack(data_file=data, api_port=0):
+        pass
