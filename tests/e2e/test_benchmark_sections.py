@@ -1,6 +1,6 @@
 """Every section of the benchmark runs in its quick form at the current commit: a section that
 crashes fails here, not in the next full run. The sections that build the artifact with `sam
-build` (cold starts, priming, sizes) and the long-time user's (a table of a few thousand items)
+build` (cold starts, priming, a warm check-in, sizes) and the long-time user's (a table of a few thousand items)
 are in the slow tier; the rest in the default run. Each checks what its figures must say whatever
 the machine: the design's promises and the figures' internal consistency, never a time."""
 
@@ -13,7 +13,7 @@ from infra.bench.benchmark.__main__ import FUNCTIONS, MODEL_FUNCTIONS, SECTIONS,
 from infra.local.template import function_ids
 
 pytestmark = pytest.mark.e2e
-SLOW = {"cold starts", "SnapStart priming", "deployment sizes (sam build)", "a long-time user"}
+SLOW = {"cold starts", "SnapStart priming", "a check-in, warm", "deployment sizes (sam build)", "a long-time user"}
 
 
 def _checks(name: str, figures: dict[str, Any]) -> None:
@@ -30,6 +30,10 @@ def _checks(name: str, figures: dict[str, Any]) -> None:
         for gain in figures["priming"]:
             assert gain["prime_hook"][0] > 0
             assert gain["unprimed_own"][1] <= gain["unprimed_own"][0] <= gain["unprimed_own"][2]
+    elif name == "a check-in, warm":
+        runs = figures["warm_check_in"]
+        assert len(runs) == 3  # the quick form's calls after the first, in one process
+        assert all(run["seconds"] > run["server_seconds"] > 0 for run in runs)  # the model and Twilio were asked
     elif name == "deployment sizes (sam build)":
         sizes = figures["deployment_sizes"]
         assert sorted(size["function"] for size in sizes) == sorted(function_ids())  # every function deployed

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import twilio.rest as twilio_rest
 
-from infra.bench.benchmark.processes import COLD_BOOT, fresh_event
+from infra.bench.benchmark.processes import COLD_BOOT, fresh_event, local_layers
 from infra.local.stack import LocalStack
 from infra.local.template import function_handler, load_template, web_adapter_app
 
@@ -40,8 +40,7 @@ TWILIO_LEFT_OUT = (
 def left_out_of(function: str) -> tuple[str, ...]:
     """What the function's layers do not ship: twilio and cryptography come with the Twilio layer,
     which leaves out Twilio's async client and its REST domains but `api`."""
-    layers = load_template()["Resources"][function]["Properties"].get("Layers", [])
-    return LEFT_OUT + (TWILIO_LAYER_ONLY if {"Ref": "TwilioLayer"} not in layers else TWILIO_LEFT_OUT)
+    return LEFT_OUT + (TWILIO_LAYER_ONLY if "TwilioLayer" not in local_layers(function) else TWILIO_LEFT_OUT)
 
 
 def test_the_makefiles_leave_out_exactly_these_packages() -> None:
@@ -59,20 +58,22 @@ def _boot(stack: LocalStack, function: str, **extra: Any) -> "subprocess.Complet
     code_dir = located[0] if located else function_handler(function)[0]
     spec = {"mode": "call", "path": [str(code_dir)], "module": module, "attribute": attribute, "asgi": bool(located),
             "function": function, "left_out": list(left_out_of(function)),
-            "event": fresh_event(function, stack.twilio.sign, stack.webhook_url), **extra}  # fmt: skip
+            "event": fresh_event(stack, function), **extra}  # fmt: skip
     return subprocess.run(  # noqa: S603 - our own interpreter and the benchmark's boot script
         [sys.executable, str(COLD_BOOT), json.dumps(spec)],
         cwd=ROOT, env=stack.process_environment(function), capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("function", ["ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction"])
+@pytest.mark.parametrize("function", ["ApiFunction", "SmsWebhookFunction", "SmsWorkerFunction", "CheckInFunction"])
 def test_each_function_answers_without_the_left_out_packages(local_stack: LocalStack, function: str) -> None:
     completed = _boot(local_stack, function)
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result["status"] == 200, result
     assert result["failed_records"] == 0, result  # a text was answered, not left for a retry
+    if function == "CheckInFunction":  # a check-in written by the model and texted through Twilio's client
+        assert result["outcome"] == "sent", result
 
 
 def test_no_function_ships_numpy() -> None:

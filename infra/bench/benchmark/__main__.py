@@ -95,6 +95,23 @@ def priming(work: Workspace) -> Outcome:
     return outcome
 
 
+def warm_check_in(work: Workspace) -> Outcome:
+    from infra.bench.benchmark.processes import warm_calls
+    from infra.local.stack import LocalStack
+
+    processes, calls = work.pick(1, 3), work.pick(3, 10)
+    with LocalStack() as stack:
+        runs = warm_calls(stack, work.artifacts(), "CheckInFunction", processes, calls)
+    seconds = [run["seconds"] * 1000 for run in runs]
+    waits = statistics.median(run["server_seconds"] * 1000 for run in runs)
+    measured = (
+        f"{statistics.median(seconds):.1f} ms ({min(seconds):.1f}–{max(seconds):.1f}; waiting on the servers "
+        f"{waits:.1f}; {calls} calls after the first in each of {processes} fresh processes)"
+    )
+    figure = "a check-in, warm: CheckInFunction's firing by SMS (the model and Twilio stand-ins answering)"
+    return Outcome([(figure, "", measured, None)], figures={"warm_check_in": runs})
+
+
 def deployment_sizes(work: Workspace) -> Outcome:
     from infra.bench.benchmark.processes import ArtifactsUnavailableError, build_artifacts, deployment_sizes
 
@@ -164,6 +181,7 @@ def webhook_acknowledgement(work: Workspace) -> Outcome:
 SECTIONS: dict[str, Callable[[Workspace], Outcome]] = {
     "cold starts": cold_starts,
     "SnapStart priming": priming,
+    "a check-in, warm": warm_check_in,
     "deployment sizes (sam build)": deployment_sizes,
     "a long-time user": long_time_user,
     "overhead and recall, instant model": overhead_instant,
@@ -173,7 +191,12 @@ SECTIONS: dict[str, Callable[[Workspace], Outcome]] = {
 }
 
 
-BUILT = {"cold starts", "SnapStart priming", "deployment sizes (sam build)"}  # the sections that run `sam build`
+BUILT = {
+    "cold starts",
+    "SnapStart priming",
+    "a check-in, warm",
+    "deployment sizes (sam build)",
+}  # the sections that run `sam build`
 
 
 def parser() -> argparse.ArgumentParser:

@@ -8,7 +8,8 @@ sys.path (the function's own, then its layers', as Lambda's runtime does) and th
 - "call": import the handler (Lambda's init), optionally run the SnapStart hooks (before-checkpoint,
   after-restore; SPEC["prime"]), then call it once with SPEC["event"]; print one JSON line of wall-clock times
   (`time.time()`, comparable with the parent's) and how long the first call waited on the servers
-  (botocore's requests from `before-send` to `before-parse`, and Twilio's over `requests`).
+  (botocore's requests from `before-send` to `before-parse`, and Twilio's over `requests`). Then
+  once with each of SPEC["warm_events"], if any: each warm call's time and its wait.
 """
 
 import asyncio
@@ -147,14 +148,26 @@ def main() -> None:
     waits.time_requests()
     waits.counting = True
     called = time.time()
-    if spec["asgi"]:
-        status, failed = _asgi_request(entry, *event_request(spec["event"])), 0
-    else:
-        response = entry(spec["event"], _Context(spec["function"]))
-        status, failed = response.get("statusCode", 200), len(response.get("batchItemFailures", []))
+    status, failed, outcome = _call(entry, spec, spec["event"])
     finished = time.time()
+    first_wait, warm = waits.seconds, []
+    for event in spec.get("warm_events", []):  # the same process again: warm calls
+        waits.seconds, started = 0.0, time.time()
+        warm_outcome = _call(entry, spec, event)[2]
+        warm.append({"seconds": time.time() - started, "server_seconds": waits.seconds, "outcome": warm_outcome})
     times = {"initialized": initialized, "primed": primed, "restored": restored, "called": called, "finished": finished}
-    print(json.dumps({**times, "server_seconds": waits.seconds, "status": status, "failed_records": failed}))
+    answered = {"status": status, "failed_records": failed, "outcome": outcome, "warm": warm}
+    print(json.dumps({**times, "server_seconds": first_wait, **answered}))
+
+
+def _call(entry: Any, spec: dict[str, Any], event: dict[str, Any]) -> tuple[int, int, str | None]:
+    """One call of the function: its HTTP status (200 for a function without one), the batch's
+    failed records, and the outcome it names (a check-in's `status`)."""
+    if spec["asgi"]:
+        return _asgi_request(entry, *event_request(event)), 0, None
+    response = entry(event, _Context(spec["function"]))
+    outcome = response.get("status")
+    return response.get("statusCode", 200), len(response.get("batchItemFailures", [])), outcome
 
 
 if __name__ == "__main__":

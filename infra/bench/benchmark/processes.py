@@ -1,6 +1,6 @@
 """What Lambda runs, measured as Lambda starts it: `sam build` of template.yaml, each function's
 deployment size, its cold start in fresh python3.13 processes, and its first call after a SnapStart
-restore with and without the priming hooks.
+restore with and without the priming hooks, and a warm check-in.
 
 - Sizes: a real arm64 build (Lambda's), each function's folder with its local layers, unzipped.
   Layers given by ARN (Lambda Web Adapter's) are not built here and not counted.
@@ -14,6 +14,8 @@ restore with and without the priming hooks.
   the process used: on a shared machine, wall time also holds the wait for a CPU.
 - Priming: the first call's own work (its time less its wait on the local servers) with and
   without the SnapStart hooks between init and the call, as Lambda runs them around a snapshot.
+- A check-in's firing is a real one each time: a user who agreed check-ins by SMS, written by the
+  model and texted (`check_in_user`); warm, the same process fires again for other users.
 
 Functions and variants take turns run by run, so machine noise spreads over all alike.
 """
@@ -27,7 +29,6 @@ import statistics
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -139,22 +140,54 @@ def deployment_sizes(build: Path) -> list[dict[str, Any]]:
     return [size | {"total": size["own"] + sum(size["layers"].values())} for size in sizes]
 
 
-def fresh_event(name: str, sign: Callable[[str, dict[str, str]], str], webhook_url: str) -> dict[str, Any]:
+def check_in_user(stack: LocalStack, sid: str) -> str:
+    """A user a firing has a check-in for: a plan, check-ins agreed by SMS every day at noon in a
+    zone where it is about midday now (never the quiet hours), and the number they text from, as a
+    turn and the webhook leave them (the operator's writes)."""
+    from datetime import UTC, datetime
+
+    from onboarding.config import Settings
+    from onboarding.model.answers import Answer
+    from onboarding.model.state import OnboardingAgentType, OnboardingState
+    from onboarding.persistence import Repositories
+    from onboarding.persistence.codec import state_item
+
+    user_id, offset = f"check-in-{sid}", 12 - datetime.now(UTC).hour
+    answers = {
+        "workout_planning": {"exercise_preferences": "kettlebell swings"},
+        "scheduling": {
+            "training_days": "Mon, Wed, Fri",
+            "training_time": "6pm",
+            "timezone": "Etc/UTC" if offset == 0 else f"Etc/GMT{-offset:+d}",
+            "check_ins": "daily by text at noon",
+        },
+    }
+    context = {step: {key: Answer(value).stored() for key, value in items.items()} for step, items in answers.items()}
+    state = OnboardingState(current_agent=OnboardingAgentType.SCHEDULING, agent_context=context)
+    table = stack.operator_client()
+    table.put_item(TableName=stack.table_name, Item=state_item(user_id, state, time.time()))
+    phones = Repositories.over(table, stack.table_name, Settings.from_env()).phones
+    phones.find_or_create_owner("+1555" + str(int(sid[2:], 16))[:7], lambda: user_id)
+    return user_id
+
+
+def fresh_event(stack: LocalStack, name: str) -> dict[str, Any]:
     """`name`'s sample event with a new message id, so the run does real work instead of being
     answered from the idempotency record a previous run left (the webhook's is signed again), and
-    for a turn a user of its own (the runs come faster than the per-user rate limit allows)."""
+    for a turn a user of its own (the runs come faster than the per-user rate limit allows); for a
+    check-in, a firing of a user of its own who agreed check-ins by SMS (`check_in_user`)."""
     event: dict[str, Any] = json.loads((REPO_ROOT / "events" / f"{EVENTS[name]}.json").read_text(encoding="utf-8"))
     sid = f"SM{uuid.uuid4().hex}"
     if name == "SmsWebhookFunction":
         form = dict(parse_qsl(event["body"])) | {"MessageSid": sid, "SmsMessageSid": sid}
         event["body"] = urlencode(form)
-        event["headers"]["X-Twilio-Signature"] = sign(webhook_url, form)
+        event["headers"]["X-Twilio-Signature"] = stack.twilio.sign(stack.webhook_url, form)
     elif name == "SmsWorkerFunction":
         for record in event["Records"]:
             record["body"] = json.dumps(json.loads(record["body"]) | {"message_id": sid, "user_id": f"cold-{sid}"})
             record["attributes"] |= {"MessageGroupId": f"cold-{sid}", "MessageDeduplicationId": sid}
     elif name == "CheckInFunction":
-        event |= {"user_id": f"cold-{sid}"}  # a firing of its own: nothing stored before answers for it
+        event |= {"user_id": check_in_user(stack, sid), "fire_time": time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime())}
     elif name == "ApiFunction":
         event["body"] = json.dumps(json.loads(event["body"]) | {"clientMessageId": sid})
         event["requestContext"]["authorizer"]["claims"]["sub"] = f"cold-{sid}"
@@ -179,7 +212,7 @@ def _command(spec: dict[str, Any]) -> list[str]:
 
 def serve_once(stack: LocalStack, build: Path, http: httpx.Client) -> dict[str, float]:
     """The API started as the adapter starts it: seconds to ready, and to the first answer."""
-    method, path, headers, body = event_request(fresh_event("ApiFunction", stack.twilio.sign, stack.webhook_url))
+    method, path, headers, body = event_request(fresh_event(stack, "ApiFunction"))
     with listen_on("127.0.0.1", 0) as listener:  # the process serves on it; ours closes once it has its copy
         port = port_of(listener)
         cpu, started = _children_cpu(), time.time()
@@ -210,30 +243,50 @@ def serve_once(stack: LocalStack, build: Path, http: httpx.Client) -> dict[str, 
     return phases | {"cpu_seconds": _children_cpu() - cpu}
 
 
-def call_once(stack: LocalStack, build: Path, name: str, prime: bool) -> dict[str, float]:
-    """The function imported and called once in a fresh process; its phases in seconds."""
-    event = fresh_event(name, stack.twilio.sign, stack.webhook_url)
+def _fresh_process(stack: LocalStack, build: Path, name: str, prime: bool, warm: int) -> dict[str, Any]:
+    """The function imported and called once in a fresh process, then `warm` times more on fresh
+    events: what cold_boot.py printed, with the process's start and CPU time."""
+    event, warm_events = fresh_event(stack, name), [fresh_event(stack, name) for _ in range(warm)]
+    spec = _spec(build, name, mode="call", prime=prime, function=name, event=event, warm_events=warm_events)
     cpu, started = _children_cpu(), time.time()
     completed = subprocess.run(  # noqa: S603 - Python 3.13 on the artifact, isolated
-        _command(_spec(build, name, mode="call", prime=prime, function=name, event=event)), cwd=build / name,
-        env=stack.process_environment(name), capture_output=True, text=True, timeout=120, check=False,
+        _command(spec), cwd=build / name,
+        env=stack.process_environment(name), capture_output=True, text=True, timeout=120 + 10 * warm, check=False,
     )  # fmt: skip
     if completed.returncode != 0:
         raise RuntimeError(f"{name} failed in a fresh process: {completed.stderr[-2000:]}")
-    times = json.loads(completed.stdout.strip().splitlines()[-1])
-    if times["status"] != 200 or times["failed_records"]:
+    times: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    outcomes = {times["outcome"], *(call["outcome"] for call in times["warm"])}
+    # A check-in that was not sent did not do a check-in's work (no model call, no text).
+    if times["status"] != 200 or times["failed_records"] or (name == "CheckInFunction" and outcomes != {"sent"}):
         raise RuntimeError(f"{name} did not answer its event: {times}")
+    return times | {"started": started, "cpu_seconds": _children_cpu() - cpu}
+
+
+def call_once(stack: LocalStack, build: Path, name: str, prime: bool) -> dict[str, float]:
+    """The function imported and called once in a fresh process; its phases in seconds."""
+    times = _fresh_process(stack, build, name, prime, 0)
     first_call = times["finished"] - times["called"]
     return {
-        "seconds": times["initialized"] - started + first_call,
-        "init_seconds": times["initialized"] - started,
+        "seconds": times["initialized"] - times["started"] + first_call,
+        "init_seconds": times["initialized"] - times["started"],
         "first_call_seconds": first_call,
         "first_call_own_seconds": first_call - times["server_seconds"],
         "first_call_server_seconds": times["server_seconds"],
         "prime_hook_seconds": times["primed"] - times["initialized"],
         "restore_hook_seconds": times["restored"] - times["primed"],
-        "cpu_seconds": _children_cpu() - cpu,
+        "cpu_seconds": times["cpu_seconds"],
     }
+
+
+def warm_calls(stack: LocalStack, build: Path, name: str, processes: int, calls: int) -> list[dict[str, float]]:
+    """`calls` warm calls in each of `processes` fresh processes (after each one's cold first call):
+    each one's seconds and its wait on the servers."""
+    return [
+        {"seconds": call["seconds"], "server_seconds": call["server_seconds"]}
+        for _ in range(processes)
+        for call in _fresh_process(stack, build, name, False, calls)["warm"]
+    ]
 
 
 def cold_starts(stack: LocalStack, build: Path, functions: list[str], samples: int) -> dict[str, list[dict[str, Any]]]:
