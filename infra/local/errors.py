@@ -34,8 +34,13 @@ def uninterrupted() -> Iterator[None]:
 def run_tool(main: Callable[[], int], stopped: str = "Stopped.") -> int:
     """Run a tool's `main`: a LocalToolError becomes `error: ...` and exit code 2, a Ctrl-C the line
     `stopped` and exit code 130. Cleanup (saving, stopping servers) runs in `main`'s own `with`
-    blocks before either line is printed."""
+    blocks before either line is printed. A Ctrl-C that came before (while the tool imported its
+    modules) stops it here, even one Python could not raise (infra/__init__.py)."""
+    from infra import interrupted_at_start
+
     try:
+        if interrupted_at_start():
+            raise KeyboardInterrupt
         return main()
     except LocalToolError as error:
         print(f"error: {error}", file=sys.stderr)
