@@ -115,6 +115,17 @@ def _load_module_once(key: tuple[str, frozenset[tuple[str, str]]], code_dir: Pat
     return _warm_modules[key]
 
 
+def end_environments(variable: str, value: str) -> int:
+    """End the execution environments made where `variable` was `value` (a stopped stack's
+    endpoint): their modules are dropped, and with them the clients they made and those clients'
+    connections, as a stopped deployment's environments end in Lambda. How many ended."""
+    with _loading:
+        ended = [key for key in _warm_modules if (variable, value) in key[1]]
+        for key in ended:
+            del _warm_modules[key]
+    return len(ended)
+
+
 def _exec_fresh(prefix: str, code_dir: Path, module_name: str) -> ModuleType:
     """Execute `module_name` from `code_dir` anew, under a name of its own (`prefix`_...). A module
     in a package of the function's own (the API's `mobile_api.app`) is imported through that

@@ -1,8 +1,10 @@
 """Owns what the local stand-ins' HTTP servers share (the Bedrock emulator, the Twilio stand-in, the
-local AppConfig): a threaded server on a thread of its own, its URL, starting and stopping it, and
-a JSON answer."""
+local AppConfig, the S3 Vectors stand-in): a threaded server on a thread of its own, its URL,
+starting and stopping it, and a JSON answer."""
 
+import contextlib
 import json
+import socket
 import sys
 import threading
 from collections.abc import Mapping
@@ -21,6 +23,29 @@ class StandInServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], stand_in: Any) -> None:
         super().__init__(address, handler)
         self.stand_in = stand_in
+        self._connections: set[socket.socket] = set()  # accepted and not yet closed
+        self._connections_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        """The listening socket, and every connection a client keeps alive: its handler thread then
+        reads the end of it, and closes it. Closing the listening socket alone left each stopped
+        stand-in's connections open, both ends in a test's process, hundreds by the end of a run."""
+        super().server_close()
+        with self._connections_lock:
+            still_open = list(self._connections)
+        for connection in still_open:
+            with contextlib.suppress(OSError):  # closed meanwhile by its handler
+                connection.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up mid-answer (a cancelled stream, a closed tab) is the client's

@@ -328,6 +328,10 @@ class LocalStack:
                     self._save_or_warn(self.compact)
             finally:
                 self._close_servers()
+                from infra.local.lambda_runner import end_environments
+
+                # Its functions' warm modules hold clients with connections to the servers just closed.
+                end_environments("AWS_ENDPOINT_URL_DYNAMODB", self.dynamodb.url)
                 if self.enforce_iam and self._saved_env:
                     import boto3
 

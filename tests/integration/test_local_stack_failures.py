@@ -1,14 +1,17 @@
 """A server the stack started that accepts connections and never answers is
-reported within seconds (botocore's retries would take about 100 s), and the stack cleans up."""
+reported within seconds (botocore's retries would take about 100 s), and the stack cleans up,
+its functions' execution environments too."""
 
 import sys
 import time
 
 import pytest
 
+from infra.local import lambda_runner
 from infra.local.dynamodb_process import FIRST_ANSWER_TIMEOUT_S, LocalDynamoDB
 from infra.local.errors import LocalToolError
 from infra.local.stack import LocalStack
+from tests.support.deployed_flows import chat, new_user
 
 
 def test_a_fresh_server_that_never_answers_is_reported_in_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,3 +36,13 @@ def test_a_server_process_that_dies_before_it_serves_is_reported_at_once(monkeyp
     with pytest.raises(LocalToolError, match=r"the local DynamoDB server \(port \d+\) exited with code 1"):
         server.wait_listening(timeout_s=30)
     assert time.monotonic() - started < 5
+
+
+def test_a_stopped_stack_ends_its_functions_environments() -> None:
+    """Its functions' warm modules (and the clients they made, with connections to its servers) go
+    with it: kept, every stack a test process started held its clients to the end of the run."""
+    with LocalStack(api_port=0) as stack:
+        chat(stack, new_user(), "Hi")
+        endpoint = ("AWS_ENDPOINT_URL_DYNAMODB", stack.dynamodb.url)
+        assert [key for key in lambda_runner._warm_modules if endpoint in key[1]]  # the API's, at least
+    assert [key for key in lambda_runner._warm_modules if endpoint in key[1]] == []

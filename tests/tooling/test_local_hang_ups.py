@@ -62,3 +62,20 @@ def test_a_send_the_client_left_before_its_answer_prints_no_traceback(capsys: py
         _handled(before)
     printed = capsys.readouterr().err
     assert "Traceback" not in printed, printed
+
+
+def test_a_stopped_stand_in_closes_the_connections_its_clients_keep_alive() -> None:
+    """A client's pool keeps its connection after an answer; when the stand-in stops, its end of
+    that connection closes too, so no stopped stand-in leaves both ends open in the process."""
+    body = json.dumps({"messages": [{"role": "user", "content": [{"text": "Hi"}]}]}).encode()
+    request = _post("/model/us.anthropic.claude-haiku-4-5-20251001-v1:0/converse", body, "application/json")
+    with BedrockEmulator() as emulator:
+        host, port = emulator.url.removeprefix("http://").split(":")
+        client = socket.create_connection((host, int(port)), timeout=10)
+        client.sendall(request)
+        answer = client.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    with client:
+        client.settimeout(5)  # a connection left open would hold this read until the timeout
+        while client.recv(65536):  # the rest of the answer, if any, then the stand-in's close
+            pass
