@@ -21,10 +21,11 @@ class StandInServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], stand_in: Any) -> None:
-        super().__init__(address, handler)
-        self.stand_in = stand_in
+        # Before the bind: a port that is taken closes the server (server_close) inside __init__.
         self._connections: set[socket.socket] = set()  # accepted and not yet closed
         self._connections_lock = threading.Lock()
+        super().__init__(address, handler)
+        self.stand_in = stand_in
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._connections_lock:
