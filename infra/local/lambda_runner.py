@@ -115,15 +115,13 @@ def _load_module_once(key: tuple[str, frozenset[tuple[str, str]]], code_dir: Pat
     return _warm_modules[key]
 
 
-def end_environments(variable: str, value: str) -> int:
+def end_environments(variable: str, value: str) -> None:
     """End the execution environments made where `variable` was `value` (a stopped stack's
     endpoint): their modules are dropped, and with them the clients they made and those clients'
-    connections, as a stopped deployment's environments end in Lambda. How many ended."""
+    connections, as a stopped deployment's environments end in Lambda."""
     with _loading:
-        ended = [key for key in _warm_modules if (variable, value) in key[1]]
-        for key in ended:
+        for key in [key for key in _warm_modules if (variable, value) in key[1]]:
             del _warm_modules[key]
-    return len(ended)
 
 
 def _exec_fresh(prefix: str, code_dir: Path, module_name: str) -> ModuleType:

@@ -519,17 +519,19 @@ class LocalStack:
 
         if self.schedules_file is None or not self.schedules_file.exists():
             return
+        from botocore.exceptions import BotoCoreError, ClientError
+
         text = self.schedules_file.read_text(encoding="utf-8")
         try:
             kept = json.loads(text)
             if not isinstance(kept, list) or not all(isinstance(schedule, dict) for schedule in kept):
                 raise ValueError("not a list of schedules")
-        except ValueError as error:
+            restore_schedules(self.operator_client("scheduler"), self._schedule_group, kept)
+        except (ValueError, BotoCoreError, ClientError) as error:  # a schedule the scheduler refuses too
             raise LocalToolError(
-                f"the check-in schedules file {self.schedules_file} cannot be read ({error}); "
+                f"the check-in schedules file {self.schedules_file} cannot be read ({' '.join(str(error).split())}); "
                 "move it aside to start without its schedules"
             ) from None
-        restore_schedules(self.operator_client("scheduler"), self._schedule_group, kept)
         self._kept_schedules = text
 
     def _save_schedules(self) -> None:

@@ -119,14 +119,18 @@ def test_the_schedules_are_kept_beside_the_data_file_across_restarts(tmp_path: P
         assert [answer["status"] for answer in fired] == ["stored"]
 
 
-def test_a_damaged_schedules_file_is_one_line_and_is_left_as_it_is(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "damaged",
+    ['[{"Name": "check-in-', '[{"Name": "check-in-0"}]'],  # cut short; a schedule the scheduler refuses
+)
+def test_a_damaged_schedules_file_is_one_line_and_is_left_as_it_is(tmp_path: Path, damaged: str) -> None:
     data, schedules = tmp_path / "table.jsonl", tmp_path / "table.schedules.json"
-    schedules.write_text('[{"Name": "check-in-', encoding="utf-8")
+    schedules.write_text(damaged, encoding="utf-8")
     with pytest.raises(LocalToolError) as refused:
         LocalStack(data_file=data, api_port=0).__enter__()
     assert "\n" not in str(refused.value)
     assert str(schedules) in str(refused.value)
-    assert schedules.read_text(encoding="utf-8") == '[{"Name": "check-in-'
+    assert schedules.read_text(encoding="utf-8") == damaged
     schedules.rename(tmp_path / "aside.json")  # as the error says: then the stack starts, nothing held
     with LocalStack(data_file=data, api_port=0):
         pass
