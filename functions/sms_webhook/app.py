@@ -113,11 +113,11 @@ def make_handler(
         try:
             outcome = accept_once(sms=sms)
         except IdempotencyAlreadyInProgressError:
-            # Another delivery of this text holds it, and may yet fail: a 200 here could acknowledge
-            # a text nobody queues. Twilio sends it again (its Fallback URL, or the retries of the
-            # URL's connection overrides); by then the first has finished (the same answer) or its
-            # hold has run out (this one does the work). A retried write of our own is no such
-            # delivery: the idempotency store knows its own claim (persistence/idempotency.py).
+            # Another delivery of this text has its in-progress record, and may yet fail: a 200 here
+            # could acknowledge a text nobody queues. Twilio sends it again (its Fallback URL, or the
+            # retries of the URL's connection overrides); by then the first has finished (the same
+            # answer) or its record has run out (this one does the work). A retried write of our own is no such
+            # delivery: the idempotency store knows its own call (persistence/idempotency.py).
             logger.info("Another delivery of this text is in progress; asked to send it again")
             return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "this message is being handled; please retry")
         except (StoreError, QueueError, IdempotencyPersistenceLayerError):

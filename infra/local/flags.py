@@ -1,7 +1,7 @@
 """The feature flags file of local runs (`--flags FILE` of infra.local_stack and infra.chat; docs/rollout.md).
 
 The file holds what AppConfig holds deployed: Powertools' feature flags schema. The product reads
-it through FEATURE_FLAGS_FILE (onboarding/rollout.py FileStore) and reads it again after
+it through FEATURE_FLAGS_FILE (onboarding/flags/rollout.py FileStore) and reads it again after
 FEATURE_FLAGS_MAX_AGE_S, so edits apply without a restart. The tools check it once at start, so a
 typo is a clear error there rather than the documented defaults in force without notice.
 """

@@ -89,11 +89,11 @@ def test_a_transaction_that_fails_twice_is_retried_and_stored_once(
     user_id: str,
 ) -> None:
     store, sent = store_with_faults("TransactWriteItems", 2)
-    claimed = store.writes.claim_user_message(user_id, "client-1", "hello")
-    assert (claimed.first, len(sent)) == (True, 3)
-    # The stored claim holds the id for the turn answering it (decision 0009): a copy is told so.
+    leased = store.writes.lease_user_message(user_id, "client-1", "hello")
+    assert (leased.first, len(sent)) == (True, 3)
+    # The stored lease keeps the id for the turn answering it (decision 0009): a copy is told so.
     with pytest.raises(TurnInProgressError):
-        store.writes.claim_user_message(user_id, "client-1", "hello")
+        store.writes.lease_user_message(user_id, "client-1", "hello")
     assert sorted(item["sk"]["S"][:4] for item in user_items(local_stack, user_id)) == ["CLIE", "MSG#"]
 
 
@@ -104,6 +104,6 @@ def test_a_write_that_keeps_failing_raises_store_error_and_writes_nothing(
 ) -> None:
     store, sent = store_with_faults("TransactWriteItems", 1000)
     with pytest.raises(StoreError):
-        store.writes.claim_user_message(user_id, "client-1", "hello")
+        store.writes.lease_user_message(user_id, "client-1", "hello")
     assert len(sent) == Settings.from_env().dynamodb_max_attempts
     assert user_items(local_stack, user_id) == []

@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.feature_flags import StoreProvider
 from hypothesis import given
 from hypothesis import strategies as st
 
-from onboarding.rollout import MemoryFlags, rollout_bucket
+from onboarding.flags.rollout import Rollout, rollout_bucket
 
 _RANDOM = Random(21)
 IDS = [str(uuid.UUID(int=_RANDOM.getrandbits(128), version=4)) for _ in range(10_000)]  # Cognito subs' shape
@@ -29,10 +29,10 @@ class Fixed(StoreProvider):
         return self.config
 
 
-def rollout(percent: int) -> MemoryFlags:
+def rollout(percent: int) -> Rollout:
     """Memory on for `percent` % of users, as docs/rollout.md writes it."""
     rule = {"action": "MODULO_RANGE", "key": "rollout_bucket", "value": {"BASE": 100, "START": 0, "END": percent - 1}}
-    return MemoryFlags(
+    return Rollout(
         Fixed({"memory": {"default": False, "rules": {"rollout": {"when_match": True, "conditions": [rule]}}}}), 60
     )
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from onboarding.config.flags import DEFAULT_FEATURES, GAP_FLAG, MEMORY_FLAG, PROFILE_FLAG, RECALL_FLAG, SUMMARY_FLAG
+from onboarding.flags import DEFAULT_FLAGS, GAP_FLAG, MEMORY_FLAG, PROFILE_FLAG, RECALL_FLAG, SUMMARY_FLAG
 from onboarding.llm.prompt import PromptFacts, fit_system_prompt
 from onboarding.llm.sections import PromptSection
 from onboarding.model.state import OnboardingAgentType
@@ -16,11 +16,11 @@ def default_flags_document() -> dict[str, Any]:
     """The defaults as a Powertools feature flags configuration (what the template deploys as the
     first AppConfig version)."""
     return {
-        MEMORY_FLAG: {"default": DEFAULT_FEATURES.memory},
-        SUMMARY_FLAG: {"default": DEFAULT_FEATURES.summary},
-        PROFILE_FLAG: {"default": DEFAULT_FEATURES.profile},
-        GAP_FLAG: {"default": DEFAULT_FEATURES.gap},
-        RECALL_FLAG: {"default": DEFAULT_FEATURES.recall},
+        MEMORY_FLAG: {"default": DEFAULT_FLAGS.memory},
+        SUMMARY_FLAG: {"default": DEFAULT_FLAGS.summary},
+        PROFILE_FLAG: {"default": DEFAULT_FLAGS.profile},
+        GAP_FLAG: {"default": DEFAULT_FLAGS.gap},
+        RECALL_FLAG: {"default": DEFAULT_FLAGS.recall},
     }
 
 

@@ -38,7 +38,7 @@ FILLED = ErasureReport(messages=2, state_items=3, phone_numbers=1, dedupe_record
 
 def _fill(store: Repositories, user_id: str, phone: str) -> str:
     """Store one of everything for `user_id`; returns the pending link code."""
-    claimed = store.writes.claim_user_message(user_id, "client-1", "I want to run a 5k", rate_limit=LIMIT)
+    claimed = store.writes.lease_user_message(user_id, "client-1", "I want to run a 5k", rate_limit=LIMIT)
     (reply,) = commit(
         store,
         user_id,

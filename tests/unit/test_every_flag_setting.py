@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from infra.local.bedrock_emulator import BedrockEmulator
-from onboarding.composition import build_memory_flags, build_turn_service
+from onboarding.composition import build_rollout, build_turn_service
 from onboarding.config import Settings
-from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
+from onboarding.flags import DEFAULT_FLAGS, MemoryFlags
 from tests.support.setting_effects import observes
 from tests.support.views import default_flags_document
 from tests.unit.test_rollout import APPCONFIG, MEMORY_OFF, _appconfig_client
@@ -56,7 +56,7 @@ async def test_an_edit_of_the_flags_file_applies_within_max_age_without_a_restar
 def test_appconfig_is_read_at_the_named_application_environment_and_profile() -> None:
     client, stubber = _appconfig_client(json.dumps(MEMORY_OFF).encode())
     with stubber:  # the stub checks the three identifiers of StartConfigurationSession
-        assert build_memory_flags(Settings(**APPCONFIG), client).for_user("u") == MemoryFeatures(memory=False)
+        assert build_rollout(Settings(**APPCONFIG), client).for_user("u") == MemoryFlags(memory=False)
     stubber.assert_no_pending_responses()
 
 
@@ -76,8 +76,8 @@ def silent_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.mark.usefixtures("silent_endpoint")
 def test_a_silent_appconfig_costs_the_turn_at_most_the_flags_timeout() -> None:
     for timeout in (0.3, 1.5):
-        flags = build_memory_flags(Settings(**APPCONFIG, feature_flags_timeout_s=timeout))
+        flags = build_rollout(Settings(**APPCONFIG, feature_flags_timeout_s=timeout))
         started = time.monotonic()
-        assert flags.for_user("u") == DEFAULT_FEATURES  # never a failed turn: the defaults
+        assert flags.for_user("u") == DEFAULT_FLAGS  # never a failed turn: the defaults
         waited = time.monotonic() - started
         assert timeout <= waited < timeout + 0.5, (timeout, waited)

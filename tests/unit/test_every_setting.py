@@ -585,7 +585,7 @@ def test_messages_expire_message_ttl_days_after_they_were_written(dynamodb: Any)
 def test_a_client_message_id_is_remembered_client_record_lifetime_s(dynamodb: Any) -> None:
     clock = FakeClock()
     store = repositories(dynamodb, settings_with(client_record_lifetime_s=7200), clock)
-    store.writes.claim_user_message("u", "client-1", "hello")
+    store.writes.lease_user_message("u", "client-1", "hello")
     record = dynamodb.get_item(TableName=TABLE, Key=client_key("u", "client-1"))["Item"]
     assert record["expires_at"] == {"N": str(int(clock.now) + 7200)}
 
@@ -595,13 +595,13 @@ def test_a_copy_of_a_message_being_answered_polls_after_in_progress_retry_after_
     clock = FakeClock()
     settings = settings_with(in_progress_retry_after_s=7)
     store = repositories(dynamodb, settings, clock)
-    store.writes.claim_user_message("u", "client-1", "hello")
+    store.writes.lease_user_message("u", "client-1", "hello")
     with pytest.raises(TurnInProgressError) as refused:
-        store.writes.claim_user_message("u", "client-1", "hello")
+        store.writes.lease_user_message("u", "client-1", "hello")
     assert refused.value.retry_after_s == 7  # not the hold's 60 s
     clock.now += settings.turn_lease_s - 3
     with pytest.raises(TurnInProgressError) as refused:
-        store.writes.claim_user_message("u", "client-1", "hello")
+        store.writes.lease_user_message("u", "client-1", "hello")
     assert refused.value.retry_after_s == 3  # never past the hold's end
 
 

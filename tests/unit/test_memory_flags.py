@@ -14,12 +14,12 @@ from langchain_core.language_models import BaseChatModel
 from infra.local.bedrock_emulator import BedrockEmulator
 from onboarding.breaker import CircuitBreaker
 from onboarding.config import Settings
-from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
+from onboarding.flags import DEFAULT_FLAGS, MemoryFlags
+from onboarding.flags.rollout import Rollout
 from onboarding.llm.wording import MEMORY_UNAVAILABLE_RULE, SINGLE_PROMPT_RULE
 from onboarding.model.profile import UserProfile
 from onboarding.persistence import Repositories
 from onboarding.replies import MEMORY_UNAVAILABLE_NOTICE
-from onboarding.rollout import MemoryFlags
 from onboarding.summary import Summarizer
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
@@ -30,17 +30,17 @@ from tests.unit.test_memory_flow import memory_settings
 
 from .conftest import TABLE
 
-SINGLE_PROMPT = MemoryFeatures(memory=False)
+SINGLE_PROMPT = MemoryFlags(memory=False)
 
 
 class Flagged:
-    """A turn service whose flags the test sets (`features`), on a clock the test moves, counting
+    """A turn service whose flags the test sets (`flags`), on a clock the test moves, counting
     every Query the table receives."""
 
     def __init__(self, dynamodb: Any, llm: BaseChatModel, settings: Settings) -> None:
         self.clock = FakeClock(datetime.now(UTC).timestamp())
         self.store = Repositories.over(dynamodb, TABLE, settings, self.clock)
-        self.features = DEFAULT_FEATURES
+        self.flags = DEFAULT_FLAGS
         self.queries = 0
 
         def count(**_: Any) -> None:
@@ -57,7 +57,7 @@ class Flagged:
             CircuitBreaker(settings.breaker),
             summarizer=Summarizer(llm, settings.summary_max_tokens),
             clock=now,
-            flags=lambda user_id: self.features,
+            flags=lambda user_id: self.flags,
             store_breaker=CircuitBreaker(settings.store_breaker, name="store"),
         )
 
@@ -79,7 +79,7 @@ async def test_single_prompt_mode_reads_nothing_and_sends_only_the_system_prompt
 ) -> None:
     await flagged.say("Hi, I'm a beginner")
     await flagged.say("I run twice a week")
-    flagged.features, flagged.queries = SINGLE_PROMPT, 0
+    flagged.flags, flagged.queries = SINGLE_PROMPT, 0
     since = len(emulator.requests)
     reply = await flagged.say("What should I do today?")
     assert flagged.queries == 0  # not one Query: nothing of the memory is loaded
@@ -99,11 +99,11 @@ async def test_single_prompt_mode_writes_no_state_and_memory_comes_back_when_swi
     await flagged.say("hi")
     await flagged.say("beginner")
     before = flagged.store.conversations.load_turn("u", 0)
-    flagged.features = SINGLE_PROMPT
+    flagged.flags = SINGLE_PROMPT
     await flagged.say("Call me Tom")
     after = flagged.store.conversations.load_turn("u", 0)
     assert (after.state, after.profile) == (before.state, before.profile)
-    flagged.features = DEFAULT_FEATURES
+    flagged.flags = DEFAULT_FLAGS
     since = len(emulator.requests)
     await flagged.say("and now?")
     texts = [t.text for t in emulator.requests[since].conversation if t.role == "user"]
@@ -129,7 +129,7 @@ async def test_profile_off_leaves_the_profile_out_of_the_prompt(
     save_profile(dynamodb, TABLE, "u", UserProfile(name="Alexandra", goals="run a 5k"))
     await flagged.say("hi")
     assert "run a 5k" in emulator.requests[-1].system_text
-    flagged.features = MemoryFeatures(profile=False)
+    flagged.flags = MemoryFlags(profile=False)
     since = len(emulator.requests)
     await flagged.say("hello")
     assert all("run a 5k" not in s and "Alexandra" not in s for s in _systems(emulator, since))
@@ -137,7 +137,7 @@ async def test_profile_off_leaves_the_profile_out_of_the_prompt(
 
 
 async def test_summary_off_shows_no_summary_and_folds_nothing(flagged: Flagged, emulator: BedrockEmulator) -> None:
-    flagged.features = MemoryFeatures(summary=False)
+    flagged.flags = MemoryFlags(summary=False)
     for i in range(10):  # past the window of 8 messages: a fold would be due
         await flagged.say(f"message number {i}")
     assert flagged.store.conversations.load_turn("u", 0).summary is None
@@ -153,7 +153,7 @@ async def test_a_stored_summary_is_left_out_once_the_summary_is_switched_off(
     summary = flagged.store.conversations.load_turn("u", 0).summary
     assert summary is not None
     assert "Summary of the earlier conversation" in _systems(emulator, 0)[-1]
-    flagged.features = MemoryFeatures(summary=False)
+    flagged.flags = MemoryFlags(summary=False)
     since = len(emulator.requests)
     await flagged.say("and now?")
     assert all("Summary of the earlier conversation" not in s for s in _systems(emulator, since))
@@ -164,7 +164,7 @@ async def test_a_stored_summary_is_left_out_once_the_summary_is_switched_off(
 async def test_gap_off_opens_no_new_conversation_after_an_idle_gap(
     flagged: Flagged, emulator: BedrockEmulator, gap: bool, recap: bool
 ) -> None:
-    flagged.features = replace(DEFAULT_FEATURES, gap=gap)
+    flagged.flags = replace(DEFAULT_FLAGS, gap=gap)
     await flagged.say("hi")
     await flagged.say("beginner")
     flagged.clock.advance(2 * 3600)  # past the conversation gap
@@ -189,25 +189,25 @@ async def test_flags_that_fail_to_evaluate_never_fail_a_turn(
     dynamodb: Any, llm: BaseChatModel, settings: Settings, capsys: pytest.CaptureFixture[str]
 ) -> None:
     flagged = Flagged(dynamodb, llm, memory_settings(settings))
-    flags = MemoryFlags(Broken(), retry_after_s=60)  # type: ignore[arg-type]
+    rollout = Rollout(Broken(), retry_after_s=60)  # type: ignore[arg-type]
     flagged.service = TurnService(
         OnboardingAgentOrchestrator(flagged.store.conversations, llm, settings),
         flagged.store,
         CircuitBreaker(settings.breaker),
-        flags=flags.for_user,
+        flags=rollout.for_user,
         store_breaker=CircuitBreaker(settings.store_breaker, name="store"),
     )
     assert await flagged.say("hello")
-    assert flags.for_user("u") == DEFAULT_FEATURES
+    assert rollout.for_user("u") == DEFAULT_FLAGS
     assert '"FeatureFlagsUnavailable"' in capsys.readouterr().out
 
 
 async def test_the_arm_is_in_the_turns_log_lines_and_its_metrics(
     flagged: Flagged, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    flagged.features = SINGLE_PROMPT
+    flagged.flags = SINGLE_PROMPT
     await flagged.say("hello")
-    flagged.features = MemoryFeatures(summary=False, gap=False)
+    flagged.flags = MemoryFlags(summary=False, gap=False)
     await flagged.say("hello")
     arms = [(r.getMessage(), getattr(r, "arm", None)) for r in caplog.records if r.getMessage().startswith("turn_")]
     assert arms == [

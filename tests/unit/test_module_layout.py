@@ -189,3 +189,42 @@ def test_the_words_test_finds_a_reply_written_beside_its_code(tmp_path: Path) ->
     stray = tmp_path / "intake.py"
     stray.write_text('LINKED = "Linked! Texts from this phone now continue your conversation."\n', encoding="utf-8")
     assert stray_sentences({"sms/intake.py": stray}) == ["sms/intake.py:1: Linked! Texts from this phone now contin"]
+
+
+# The time a delivery answers a client message id is its `lease` (the stored attributes `lease`
+# and `lease_until_ms`, `Limits.turn_lease_s`): no other word names it in the code.
+LEASE_SYNONYMS = re.compile(r"claim|(?<!thres)(?<!place)hold(?!er)|held", re.IGNORECASE)
+
+
+def lease_synonyms(modules: dict[str, Path]) -> list[str]:
+    """Names (functions, classes, arguments, variables, attributes) that call the lease by another word."""
+    found = []
+    for name, path in sorted(modules.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named = (
+                node.name
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                else node.arg
+                if isinstance(node, ast.arg)
+                else node.id
+                if isinstance(node, ast.Name)
+                else node.attr
+                if isinstance(node, ast.Attribute)
+                else None
+            )
+            if named and LEASE_SYNONYMS.search(named):
+                found.append(f"{name}:{node.lineno}: {named}")
+    return sorted(set(found))
+
+
+def test_the_message_id_lease_has_one_name() -> None:
+    assert lease_synonyms(product_modules()) == []
+
+
+def test_the_lease_test_finds_another_word_for_it(tmp_path: Path) -> None:
+    stray = tmp_path / "writes.py"
+    stray.write_text("def claim_user_message(user_id, holder): return refuse_while_held(user_id)\n", encoding="utf-8")
+    assert lease_synonyms({"persistence.writes": stray}) == [
+        "persistence.writes:1: claim_user_message",
+        "persistence.writes:1: refuse_while_held",
+    ]

@@ -120,13 +120,13 @@ async def test_a_repeated_client_message_id_does_not_count(
 def test_a_repeated_client_message_id_is_replayed_even_when_the_window_is_full(limited_store: Repositories) -> None:
     """Only a model call counts: a redelivery (an SQS retry) in a full window is told to wait while
     the first is answered, and gets the stored turn once it is, neither counted."""
-    first = limited_store.writes.claim_user_message("u", "client-1", "m0", LIMIT)
+    first = limited_store.writes.lease_user_message("u", "client-1", "m0", LIMIT)
     for i in (1, 2):
-        limited_store.writes.claim_user_message("u", f"client-{i + 1}", f"m{i}", LIMIT)
+        limited_store.writes.lease_user_message("u", f"client-{i + 1}", f"m{i}", LIMIT)
     with pytest.raises(TurnInProgressError):
-        limited_store.writes.claim_user_message("u", "client-1", "m0", LIMIT)
+        limited_store.writes.lease_user_message("u", "client-1", "m0", LIMIT)
     commit(limited_store, "u", [Message("assistant", "Noted.")], client_id="client-1")
-    again = limited_store.writes.claim_user_message("u", "client-1", "m0", LIMIT)
+    again = limited_store.writes.lease_user_message("u", "client-1", "m0", LIMIT)
     assert (again.first, again.user_message) == (False, first.user_message)
     assert again.reply is not None
     assert contents(limited_store) == ["m0", "m1", "m2"]
@@ -199,6 +199,6 @@ def test_a_table_failure_while_recording_the_notice_is_a_store_error(
         limited_store.writes.append_message("u", "user", f"m{i}", LIMIT)
     fail_nth_call(dynamodb, "update_item", 1)
     with pytest.raises(StoreError, match="rate-limit notice"):
-        limited_store.rate_limits.claim_notice("u", LIMIT)
-    assert limited_store.rate_limits.claim_notice("u", LIMIT) is True  # the failed call recorded nothing
-    assert limited_store.rate_limits.claim_notice("u", LIMIT) is False
+        limited_store.rate_limits.take_notice("u", LIMIT)
+    assert limited_store.rate_limits.take_notice("u", LIMIT) is True  # the failed call recorded nothing
+    assert limited_store.rate_limits.take_notice("u", LIMIT) is False

@@ -20,7 +20,7 @@ from infra.local.s3vectors import S3VectorsStandIn
 from onboarding.audit import Caller
 from onboarding.composition import build_account, build_indexer, build_recaller, build_turn_service, build_vector_index
 from onboarding.config import Settings
-from onboarding.config.flags import MemoryFeatures
+from onboarding.flags import MemoryFlags
 from onboarding.llm.sections import recall_lines
 from onboarding.llm.wording import RECALL_HEADER
 from onboarding.memory.tokens import count_tokens
@@ -172,7 +172,7 @@ async def test_the_section_has_its_own_allowance_inside_the_budget(
     index_stored(recall_settings, store, "u")
     asked, caller = "my dog and my knee", Caller.command("test")
     without = build_turn_service(recall_settings, store, llm)
-    without._flags = lambda user: MemoryFeatures(recall=False)
+    without._flags = lambda user: MemoryFlags(recall=False)
     bare = (await without.preview("u", asked, caller)).prepared.agent.prompt_plan(asked)
     assert "Client said: hello" in bare.system
     # The system prompt's allowance just holds it, summary included; the section comes on top.
@@ -249,7 +249,7 @@ async def test_without_the_recall_flag_no_embedding_and_no_query(
     index_stored(recall_settings, store, "u")
     embedded = emulator.embeddings
     service = build_turn_service(recall_settings, store, llm)
-    service._flags = lambda user: MemoryFeatures(recall=False)  # the flag, as rollout.MemoryFlags gives it
+    service._flags = lambda user: MemoryFlags(recall=False)  # the flag, as rollout.Rollout gives it
     await turn(service, "u", "What is my dog called?")
     assert (emulator.embeddings, vector_index.queries) == (embedded, 0)
 
@@ -365,14 +365,14 @@ def test_the_recall_lines_are_json_free_of_tool_calls() -> None:
 
 def test_the_recall_flag_rolls_out_like_the_others(tmp_path: Any) -> None:
     """`recall` in the flags document (AppConfig, or the local file) switches it per user; its arm says so."""
-    from onboarding.composition import build_memory_flags
+    from onboarding.composition import build_rollout
     from tests.support.views import default_flags_document
 
     path = tmp_path / "flags.json"
     document = default_flags_document() | {"recall": {"default": False}}
     path.write_text(json.dumps(document), encoding="utf-8")
-    features = build_memory_flags(Settings(table_name=TABLE, feature_flags_file=str(path))).for_user("u")
-    assert (features.recall, features.arm) == (False, "no_recall")
+    flags = build_rollout(Settings(table_name=TABLE, feature_flags_file=str(path))).for_user("u")
+    assert (flags.recall, flags.arm) == (False, "no_recall")
     assert default_flags_document()["recall"] == {"default": True}
 
 

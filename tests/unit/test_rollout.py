@@ -15,10 +15,10 @@ from aws_lambda_powertools.utilities.feature_flags.exceptions import Configurati
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from onboarding.composition import build_memory_flags
+from onboarding.composition import build_rollout
 from onboarding.config import Settings
-from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
-from onboarding.rollout import FileStore, MemoryFlags
+from onboarding.flags import DEFAULT_FLAGS, MemoryFlags
+from onboarding.flags.rollout import FileStore, Rollout
 from tests.support.clock import FakeClock
 from tests.support.views import default_flags_document
 
@@ -81,7 +81,7 @@ def test_unreachable_with_no_flags_ever_read_gives_the_documented_defaults(
 ) -> None:
     store = Switchable(MEMORY_OFF)
     store.error = ConfigurationStoreError("unreachable")
-    assert MemoryFlags(store, retry_after_s=60).for_user(USER) == DEFAULT_FEATURES
+    assert Rollout(store, retry_after_s=60).for_user(USER) == DEFAULT_FLAGS
     assert metric_count(capsys.readouterr().out) == 1
     [warning] = [r for r in caplog.records if r.levelname == "WARNING"]
     assert "Feature flags unavailable" in warning.getMessage()
@@ -92,12 +92,12 @@ def test_unreachable_after_a_read_keeps_the_last_known_flags_and_asks_again_only
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     clock, store = FakeClock(0.0), Switchable(MEMORY_OFF)
-    flags = MemoryFlags(store, retry_after_s=60, clock=clock)
-    assert flags.for_user(USER) == MemoryFeatures(memory=False)
+    flags = Rollout(store, retry_after_s=60, clock=clock)
+    assert flags.for_user(USER) == MemoryFlags(memory=False)
     store.error = ConfigurationStoreError("unreachable")
     clock.advance(1)
     for _ in range(3):
-        assert flags.for_user(USER) == MemoryFeatures(memory=False)  # the last known, not the defaults
+        assert flags.for_user(USER) == MemoryFlags(memory=False)  # the last known, not the defaults
     assert metric_count(capsys.readouterr().out) == 1  # one failed fetch, then not asked before max age
     calls = store.calls
     clock.advance(59.5)
@@ -106,7 +106,7 @@ def test_unreachable_after_a_read_keeps_the_last_known_flags_and_asks_again_only
     clock.advance(1)
     store.error = None
     store.config = default_flags_document()
-    assert flags.for_user(USER) == DEFAULT_FEATURES  # mended: the new flags
+    assert flags.for_user(USER) == DEFAULT_FLAGS  # mended: the new flags
 
 
 @pytest.mark.parametrize(
@@ -121,14 +121,14 @@ def test_an_invalid_configuration_keeps_the_last_known_flags_or_the_defaults(
     invalid: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     clock, store = FakeClock(0.0), Switchable(invalid)
-    flags = MemoryFlags(store, retry_after_s=1)
-    assert flags.for_user(USER) == DEFAULT_FEATURES  # never read: the defaults
+    flags = Rollout(store, retry_after_s=1)
+    assert flags.for_user(USER) == DEFAULT_FLAGS  # never read: the defaults
     store.config = MEMORY_OFF
-    flags = MemoryFlags(store, retry_after_s=1, clock=clock)
-    assert flags.for_user(USER) == MemoryFeatures(memory=False)
+    flags = Rollout(store, retry_after_s=1, clock=clock)
+    assert flags.for_user(USER) == MemoryFlags(memory=False)
     store.config = invalid
     clock.advance(2)
-    assert flags.for_user(USER) == MemoryFeatures(memory=False)  # last known
+    assert flags.for_user(USER) == MemoryFlags(memory=False)  # last known
     assert metric_count(capsys.readouterr().out) >= 2
 
 
@@ -137,8 +137,8 @@ def test_a_percentage_rule_reads_the_users_bucket() -> None:
     rejects an END below START, which would leave the defaults in force: memory on)."""
     everyone = {"memory": _percent(100)}
     nobody = {"memory": {"default": False}}
-    assert MemoryFlags(Switchable(everyone), 60).for_user(USER).memory is True
-    assert MemoryFlags(Switchable(nobody), 60).for_user(USER).memory is False
+    assert Rollout(Switchable(everyone), 60).for_user(USER).memory is True
+    assert Rollout(Switchable(nobody), 60).for_user(USER).memory is False
 
 
 def _percent(percent: int) -> dict[str, Any]:
@@ -196,16 +196,16 @@ APPCONFIG = {
 def test_appconfig_is_asked_for_the_named_application_environment_and_profile() -> None:
     client, stubber = _appconfig_client(json.dumps(MEMORY_OFF).encode())
     with stubber:
-        flags = build_memory_flags(Settings(**APPCONFIG), client)
-        assert flags.for_user(USER) == MemoryFeatures(memory=False)
-        assert flags.for_user("another") == MemoryFeatures(memory=False)  # cached: no second call
+        flags = build_rollout(Settings(**APPCONFIG), client)
+        assert flags.for_user(USER) == MemoryFlags(memory=False)
+        assert flags.for_user("another") == MemoryFlags(memory=False)  # cached: no second call
     stubber.assert_no_pending_responses()
 
 
 def test_appconfig_unreachable_never_fails_and_gives_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     client, stubber = _appconfig_client(None)
     with stubber:
-        assert build_memory_flags(Settings(**APPCONFIG), client).for_user(USER) == DEFAULT_FEATURES
+        assert build_rollout(Settings(**APPCONFIG), client).for_user(USER) == DEFAULT_FLAGS
     assert metric_count(capsys.readouterr().out) == 1
 
 
@@ -215,4 +215,4 @@ def test_appconfig_names_come_together() -> None:
 
 
 def test_without_a_source_the_defaults_apply() -> None:
-    assert build_memory_flags(Settings(table_name=TABLE)).for_user(USER) == DEFAULT_FEATURES
+    assert build_rollout(Settings(table_name=TABLE)).for_user(USER) == DEFAULT_FLAGS

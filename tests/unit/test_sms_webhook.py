@@ -18,7 +18,7 @@ from infra.local.twilio_emulator import webhook_form
 from onboarding.composition import sms_intake
 from onboarding.config import DEFAULT_LIMITS
 from onboarding.persistence import Repositories
-from onboarding.persistence.idempotency import ClaimedIdempotencyLayer
+from onboarding.persistence.idempotency import CallMarkingIdempotencyLayer
 from onboarding.replies import LINK_REFUSED, LINKED, TEXT_ONLY
 from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.intake import SmsIntake
@@ -276,9 +276,9 @@ def test_a_concurrent_duplicate_is_asked_again_while_the_first_runs(
 ) -> None:
     """The second delivery cannot tell whether the first will queue the text: it answers 503, so
     Twilio sends it again; sent again once the first is done, it gets the first's answer, and the
-    text is queued once. (The product's store: a claim of its own call does not let another
+    text is queued once. (The product's store: the id of its own call does not let another
     delivery through.)"""
-    persistence = ClaimedIdempotencyLayer(idempotency_table, boto3.client("dynamodb", region_name="us-east-1"))
+    persistence = CallMarkingIdempotencyLayer(idempotency_table, boto3.client("dynamodb", region_name="us-east-1"))
     inner: list[dict[str, Any]] = []
 
     class ReentrantIntake(SmsIntake):

@@ -47,7 +47,7 @@ from onboarding.audit import Caller
 from onboarding.breaker import CircuitBreaker
 from onboarding.composition import build_turn_service
 from onboarding.config import Settings
-from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
+from onboarding.flags import DEFAULT_FLAGS, MemoryFlags
 from onboarding.llm.bedrock import build_chat_model
 from onboarding.llm.tools import tool_definitions
 from onboarding.llm.wording import SUMMARY_SYSTEM_PROMPT
@@ -155,7 +155,7 @@ class Replayer:
         deps = TurnDependencies(
             TurnStore(store), settings, CircuitBreaker(settings.breaker), summarizer, lambda: clock.now
         )
-        rules = DEFAULT_FEATURES.conversation_rules(settings.conversations)
+        rules = DEFAULT_FLAGS.conversation_rules(settings.conversations)
         for session in conversation.sessions:
             if session.when is None:
                 raise DatasetError(f"{conversation.sample_id}: session {session.number} has no date ({session.date!r})")
@@ -169,7 +169,7 @@ class Replayer:
                     loaded = store.conversations.load_turn(self.user, settings.history_load_limit)
                     since = int(clock.seconds() * 1000)
                     start = conversation_start(loaded.messages, clock.now, rules)
-                    await fold_if_due(deps, self.user, loaded.messages, start, loaded.summary, DEFAULT_FEATURES, since)
+                    await fold_if_due(deps, self.user, loaded.messages, start, loaded.summary, DEFAULT_FLAGS, since)
                 _advance(progress, f"{conversation.sample_id} ingest")
 
     def ask_all(self, progress: Any = None) -> list[QuestionResult]:
@@ -187,7 +187,7 @@ class Replayer:
     async def _preview(self, service: TurnService, question: str, recall: bool = True) -> tuple[Any, float]:
         started = time.monotonic()
         with acting_as("ApiFunction"):
-            preview = await service.preview(self.user, question, CALLER, MemoryFeatures(recall=recall))
+            preview = await service.preview(self.user, question, CALLER, MemoryFlags(recall=recall))
         return preview, (time.monotonic() - started) * 1000
 
     async def _question(

@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 
     from onboarding.checkins.outreach import CheckInService
     from onboarding.checkins.timetable import CheckInTimetable
+    from onboarding.flags.rollout import Rollout
     from onboarding.recall.indexer import MessageIndexer
     from onboarding.recall.recaller import Recaller
-    from onboarding.rollout import MemoryFlags
     from onboarding.sms.intake import SmsIntake
     from onboarding.sms.queue import TurnQueue
     from onboarding.sms.responder import SmsResponder
@@ -148,7 +148,7 @@ def build_orchestrator(
     return OnboardingAgentOrchestrator(store.conversations, llm or build_chat_model(settings), settings)
 
 
-def build_memory_flags(settings: Settings, client: "AppConfigDataClient | None" = None) -> "MemoryFlags":
+def build_rollout(settings: Settings, client: "AppConfigDataClient | None" = None) -> "Rollout":
     """The memory's feature flags (docs/rollout.md): from AppConfig when the settings name it,
     from FEATURE_FLAGS_FILE when set, else the documented defaults. Either store is cached for
     FEATURE_FLAGS_MAX_AGE_S; a fetch waits at most FEATURE_FLAGS_TIMEOUT_S, once, since the last
@@ -157,7 +157,7 @@ def build_memory_flags(settings: Settings, client: "AppConfigDataClient | None" 
 
     from aws_lambda_powertools.utilities.feature_flags import AppConfigStore, StoreProvider
 
-    from onboarding.rollout import FileStore, MemoryFlags
+    from onboarding.flags.rollout import FileStore, Rollout
 
     max_age = settings.feature_flags_max_age_s
     store: StoreProvider | None = None
@@ -180,7 +180,7 @@ def build_memory_flags(settings: Settings, client: "AppConfigDataClient | None" 
         )
     elif settings.feature_flags_file:
         store = FileStore(Path(settings.feature_flags_file), max_age)
-    return MemoryFlags(store, retry_after_s=max_age)
+    return Rollout(store, retry_after_s=max_age)
 
 
 def build_turn_service(
@@ -203,7 +203,7 @@ def build_turn_service(
         breaker=CircuitBreaker(settings.breaker),
         summarizer=Summarizer(llm, settings.summary_max_tokens),
         store_breaker=CircuitBreaker(settings.store_breaker, name="store"),
-        flags=build_memory_flags(settings).for_user,
+        flags=build_rollout(settings).for_user,
         recaller=recaller or build_recaller(settings, getattr(llm, "client", None)),
         check_ins=build_check_ins(settings, store) if settings.check_in_schedule_group else None,
     )
@@ -316,9 +316,9 @@ def _idempotency_layer(table_name: str, client: "DynamoDBClient") -> "DynamoDBPe
     """Powertools Idempotency's store, on the function's own DynamoDB client (a second client would
     cost a cold start its construction and a connection of its own), whose retried in-progress
     write is recognised as its own (persistence/idempotency.py)."""
-    from onboarding.persistence.idempotency import ClaimedIdempotencyLayer
+    from onboarding.persistence.idempotency import CallMarkingIdempotencyLayer
 
-    return ClaimedIdempotencyLayer(table_name, client)
+    return CallMarkingIdempotencyLayer(table_name, client)
 
 
 class WebhookParts(NamedTuple):

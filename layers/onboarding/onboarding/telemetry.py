@@ -32,7 +32,7 @@ class TurnLedger:
     history_messages: int = 0
     waiting_for: str | None = None
     memory_unavailable: bool = False
-    arm: str = ""  # the memory features the turn ran with (config/flags.py MemoryFeatures.arm)
+    arm: str = ""  # the memory flags the turn ran with (`MemoryFlags.arm`, onboarding/flags)
     first_token_s: float | None = None
     answer_keys: tuple[str, ...] = ()
     tool_calls: int = 0

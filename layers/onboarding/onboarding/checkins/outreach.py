@@ -141,7 +141,7 @@ class CheckInService:
         if delivered:
             logger.info("Repeated firing of a delivered check-in; nothing sent")
             return CheckInOutcome("already_sent")
-        if not await asyncio.to_thread(self.store.writes.hold_check_in, user_id, fire_time):
+        if not await asyncio.to_thread(self.store.client_records.lease_check_in, user_id, fire_time):
             raise TurnInProgressError(self.limits.in_progress_retry_after_s)
         phone = await asyncio.to_thread(self._reachable_phone, user_id)
         if phone is None:
@@ -177,7 +177,7 @@ class CheckInService:
                 logger.warning("Check-in undeliverable; not retried", extra={"twilio_error": error.code})
                 count_metric("SmsUndeliverable")
                 return sent
-        self.store.writes.mark_delivered(user_id, check_in_id(fire_time))
+        self.store.client_records.mark_delivered(user_id, check_in_id(fire_time))
         count_metric("CheckInSent")
         return len(parts)
 

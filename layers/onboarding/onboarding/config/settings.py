@@ -273,7 +273,7 @@ class Limits(_FromEnv):
 
     @property
     def turn_lease_s(self) -> float:
-        """How long the delivery that answers a client message id holds it (decision 0009): a turn
+        """How long the lease of the delivery that answers a client message id runs (decision 0009): a turn
         ends by TURN_DEADLINE_S, and the instances' clocks may differ by a few seconds. A copy that
         arrives meanwhile is told to try again (409 in_progress); after it, the id is free again."""
         return self.turn_deadline_s + TURN_LEASE_MARGIN_S

@@ -1,6 +1,6 @@
 """Owns the stored conversation as the services see it: what a turn loads (`TurnContext`: the
 newest messages, state, profile and summary), the state and profile with the versions they were read
-at (`Memory`), what a turn commits and what a claim of a client message id finds, and history pages."""
+at (`Memory`), what a turn commits and what a client message id's lease finds, and history pages."""
 
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -63,7 +63,7 @@ class TurnCommit:
     profile: UserProfile | None = None
     client_id: str | None = None  # with one, the reply is recorded as that message id's answer...
     reply_text: str = ""  # ... with the whole text the person was sent, for a resend to repeat
-    lease: str | None = None  # ... if this turn still holds the id (another may have taken it over)
+    lease: str | None = None  # ... if this turn still has the id's lease (another may have taken it over)
     since_ms: int = 0  # when the turn began: refused if the user was erased after that
 
 
@@ -87,7 +87,7 @@ class HistoryPage:
 
 
 @dataclass(frozen=True)
-class ClaimedTurn:
+class LeasedTurn:
     """The user's message for a client message id; `first` is False when an earlier delivery of the
     same id already stored it, and `reply` is the coach's stored reply to it, if there is one."""
 
@@ -96,7 +96,7 @@ class ClaimedTurn:
     first: bool
     delivered: bool = False  # the reply reached the person (recorded by `mark_delivered`)
     reply_text: str | None = None  # the whole text the person was sent (None: not recorded)
-    # The token of this delivery's hold on the id while it answers (None: it holds none, a replay).
+    # The token of this delivery's lease on the id while it answers (None: it has none, a replay).
     lease: str | None = None
-    # Until when (epoch ms) the delivery answering the id holds it (0: nobody answers it now).
+    # Until when (epoch ms) the lease of the delivery answering the id runs (0: nobody answers it now).
     lease_until_ms: int = 0

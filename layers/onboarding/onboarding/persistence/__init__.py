@@ -6,7 +6,8 @@ translates every botocore failure, service or network, into `StoreError`, reads 
 transaction's reasons by the name of the item they belong to, and writes whole partitions in
 batches), `capacity` (what each request consumed, for the turn's ledger), and one repository per
 aggregate: `reads` (a user's conversation: the turn's one Query, history pages, the fold's read),
-`writes` (a turn's writes), `client_records` (which message a client message id stored), `phones`
+`writes` (a turn's writes), `client_records` (which message a client message id stored, and the
+lease of the delivery answering it), `phones`
 (a number's owner, opt-out, link codes and link attempts), `rate_limit`, `erasure` (an erase, its
 guard on every write, and the keys that seal queued texts), `merging` (a link's merge), `changes`
 (the table's stream). `Repositories` bundles them over one client.
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from onboarding.config import Limits
 from onboarding.persistence.capacity import count_capacity, to_the_running_turn
+from onboarding.persistence.client_records import ClientRecords
 from onboarding.persistence.erasure import Eraser, TextKeys
 from onboarding.persistence.merging import PartitionMerger
 from onboarding.persistence.phones import LinkRequests, PhoneDirectory
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = [
+    "ClientRecords",
     "ConversationRepository",
     "Eraser",
     "LinkRequests",
@@ -48,6 +51,7 @@ class Repositories:
 
     conversations: ConversationRepository
     writes: TurnWriter
+    client_records: ClientRecords
     phones: PhoneDirectory
     rate_limits: RateLimiter
     erasure: Eraser
@@ -61,9 +65,11 @@ class Repositories:
     ) -> "Repositories":
         count_capacity(client.meta.events, to_the_running_turn, "turn-capacity")
         rate_limits = RateLimiter(client, table_name, clock)
+        records = ClientRecords(client, table_name, limits, clock)
         return cls(
             conversations=ConversationRepository(client, table_name, clock),
-            writes=TurnWriter(client, table_name, limits, rate_limits, clock),
+            writes=TurnWriter(client, table_name, limits, rate_limits, records, clock),
+            client_records=records,
             phones=PhoneDirectory(client, table_name, limits, rate_limits, clock),
             rate_limits=rate_limits,
             erasure=Eraser(client, table_name, limits, clock),

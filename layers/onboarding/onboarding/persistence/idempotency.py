@@ -6,12 +6,12 @@ Why: a PutItem of the in-progress record can be applied while its answer is lost
 botocore sends it again; the retry meets the record its first try wrote, the condition fails, and
 Powertools raises `IdempotencyAlreadyInProgressError`: the webhook took its own text for a
 duplicate and acknowledged it unqueued, and the worker locked itself out of a text until the
-in-progress hold ran out. With the claim below, the retry's condition holds (the record is ours),
+in-progress record ran out. With the call id below, the retry's condition holds (the record is ours),
 the write succeeds, and the work goes on. A different delivery, even in the same invocation, makes
-a new call with a new claim, and meets the in-progress record as before.
+a new call with a new call id, and meets the in-progress record as before.
 
 botocore builds a call's parameters once and sends the same request on each of its retries, so a
-claim made when the parameters are built is the same on every try of one call and new for the next.
+call id made when the parameters are built is the same on every try of one call and new for the next.
 """
 
 import uuid
@@ -23,28 +23,28 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import S
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-CLAIM_ATTRIBUTE = "claim"
+CALL_ATTRIBUTE = "call_id"
 _BUILD_PUT = "before-parameter-build.dynamodb.PutItem"
 
 
-class ClaimedIdempotencyLayer(DynamoDBPersistenceLayer):
-    """Powertools' DynamoDB persistence layer; its in-progress PutItem carries a claim of its own
-    call, and its condition also holds for a record with that claim (the call's own earlier try)."""
+class CallMarkingIdempotencyLayer(DynamoDBPersistenceLayer):
+    """Powertools' DynamoDB persistence layer; its in-progress PutItem carries an id of its own
+    call, and its condition also holds for a record with that id (the call's own earlier try)."""
 
     def __init__(self, table_name: str, boto3_client: "DynamoDBClient") -> None:
         super().__init__(table_name=table_name, boto3_client=boto3_client)
         # Unique per layer: the client is the function's only DynamoDB client, shared with the store.
-        boto3_client.meta.events.register(_BUILD_PUT, self._claim, unique_id=f"idempotency-claim-{id(self)}")
+        boto3_client.meta.events.register(_BUILD_PUT, self._mark_call, unique_id=f"idempotency-call-{id(self)}")
 
-    def _claim(self, params: dict[str, Any], **_: Any) -> None:
+    def _mark_call(self, params: dict[str, Any], **_: Any) -> None:
         item = params.get("Item", {})
         in_progress = item.get(self.status_attr, {}).get("S") == STATUS_CONSTANTS["INPROGRESS"]
         if params.get("TableName") != self.table_name or not in_progress or "ConditionExpression" not in params:
             return
-        claim = uuid.uuid4().hex
-        item[CLAIM_ATTRIBUTE] = {"S": claim}
+        call_id = uuid.uuid4().hex
+        item[CALL_ATTRIBUTE] = {"S": call_id}
         params["ConditionExpression"] = (
-            f"({params['ConditionExpression']}) OR (#status = :inprogress AND #claim = :claim)"
+            f"({params['ConditionExpression']}) OR (#status = :inprogress AND #call = :call)"
         )
-        params.setdefault("ExpressionAttributeNames", {})["#claim"] = CLAIM_ATTRIBUTE
-        params.setdefault("ExpressionAttributeValues", {})[":claim"] = {"S": claim}
+        params.setdefault("ExpressionAttributeNames", {})["#call"] = CALL_ATTRIBUTE
+        params.setdefault("ExpressionAttributeValues", {})[":call"] = {"S": call_id}

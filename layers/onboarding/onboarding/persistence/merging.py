@@ -50,7 +50,7 @@ Item = dict[str, Any]
 # under 3 MB of items (a message is at most MAX_MESSAGE_BYTES, 256 KB at most, plus its keys).
 COPIES_PER_TRANSACTION = 99
 COPY_BYTES_PER_TRANSACTION = 3_000_000
-# A copied message-id record is answered by the merged user; the hold of a delivery that was
+# A copied message-id record is answered by the merged user; the lease of a delivery that was
 # answering it as the SMS-only user does not come along (that turn is refused, and the text is
 # answered again as the app user: onboarding.sms.responder).
 _NOT_COPIED = ("lease", "lease_until_ms")

@@ -56,7 +56,7 @@ class RateLimiter:
         logger.info("Refused by the rate limit", extra={"limit": "messages" if what == "messages" else "link_codes"})
         return RateLimitedError(max(1, math.ceil(ends - self._clock())), what)
 
-    def claim_notice(self, user_id: str, limit: RateLimit) -> bool:
+    def take_notice(self, user_id: str, limit: RateLimit) -> bool:
         """True the first time it is called in a full window: the one refusal the user is told
         about over SMS, so a burst of texts is not answered by a burst of warnings."""
         window, _ = self._window(limit)

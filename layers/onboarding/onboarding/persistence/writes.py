@@ -29,10 +29,9 @@ from onboarding.model.errors import (
     StoreError,
     UserErasedError,
 )
-from onboarding.model.history import ClaimedTurn, CommittedTurn, ConversationSummary, TurnCommit
+from onboarding.model.history import CommittedTurn, ConversationSummary, LeasedTurn, TurnCommit
 from onboarding.model.messages import Message, Role
 from onboarding.persistence.calls import (
-    ConditionFailed,
     KeyCollision,
     Transaction,
     TransactionCancelled,
@@ -41,7 +40,7 @@ from onboarding.persistence.calls import (
     versioned_put,
     with_fresh_keys,
 )
-from onboarding.persistence.client_records import CLAIM_ITEM, ClientRecords
+from onboarding.persistence.client_records import RECORD_ITEM, ClientRecords
 from onboarding.persistence.codec import message_item, profile_item, state_item, summary_item
 from onboarding.persistence.erasure import ERASED_CHECK, erasure_guard
 from onboarding.persistence.keys import CLIENT_ID_PATTERN, check_in_id, client_key, new_message_id
@@ -96,6 +95,7 @@ class TurnWriter:
         table_name: str,
         limits: Limits,
         rate_limits: RateLimiter,
+        records: ClientRecords,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._client = client
@@ -105,7 +105,7 @@ class TurnWriter:
         self._clock = clock
         self._ttl_s = limits.message_ttl_s
         self._stamper = MessageStamper(clock)
-        self.records = ClientRecords(client, table_name, limits, clock)
+        self._records = records
 
     def _since(self, since_ms: int | None) -> int:
         return int(self._clock() * 1000) if since_ms is None else since_ms
@@ -131,8 +131,8 @@ class TurnWriter:
             if ERASED_CHECK in cancelled.failed:
                 logger.info("Write refused: the user was erased after this turn began")
                 raise UserErasedError("the user's data was erased while this message was being handled") from None
-            if CLAIM_ITEM in cancelled.failed:
-                raise  # a client id claimed before: the caller replays the earlier delivery
+            if RECORD_ITEM in cancelled.failed:
+                raise  # a client id recorded before: the caller replays the earlier delivery
             if rate_limit is not None and RATE_ITEM in cancelled.failed:
                 raise self._rate_limits.refusal(rate_limit) from None
             if any(name.startswith("message-") for name in cancelled.failed) or not cancelled.failed:
@@ -140,7 +140,7 @@ class TurnWriter:
                 raise KeyCollision from None
             raise
 
-    def _claim(
+    def _add_record(
         self,
         transaction: Transaction,
         user_id: str,
@@ -151,14 +151,14 @@ class TurnWriter:
     ) -> bool:
         """Run `transaction` with a new client id's `record`, counted by `rate_limit` and guarded
         against an erase since `since_ms`; False when the id was recorded before (nothing stored)."""
-        transaction.add(CLAIM_ITEM, "Put", {"Item": record, "ConditionExpression": "attribute_not_exists(sk)"})
+        transaction.add(RECORD_ITEM, "Put", {"Item": record, "ConditionExpression": "attribute_not_exists(sk)"})
         if rate_limit is not None:
             self._rate_limits.add_count(transaction, user_id, rate_limit)
         erasure_guard(transaction, user_id, since_ms)
         try:
             self._run(transaction, what, rate_limit)
         except TransactionCancelled as cancelled:
-            if CLAIM_ITEM in cancelled.failed:
+            if RECORD_ITEM in cancelled.failed:
                 return False
             raise
         return True
@@ -187,20 +187,20 @@ class TurnWriter:
         message: Message = self._fresh_keys(f"the {role} message", attempt)
         return message
 
-    def claim_user_message(
+    def lease_user_message(
         self,
         user_id: str,
         client_id: str,
         content: str,
         rate_limit: RateLimit | None = None,
         since_ms: int | None = None,
-    ) -> ClaimedTurn:
-        """Store the user's message once per `client_id`, and hold the id while this delivery answers
-        it (`Limits.turn_lease_s`; decision 0009). A later delivery of the same id stores nothing:
+    ) -> LeasedTurn:
+        """Store the user's message once per `client_id`, and lease the id to this delivery while it
+        answers it (`Limits.turn_lease_s`; decision 0009). A later delivery of the same id stores nothing:
 
         - the reply stored: it gets the first delivery's message and reply (a replay, no model call);
         - the first still answering: TurnInProgressError (it calls no model; it may ask again);
-        - the first abandoned (its hold released by a failed turn, or run out): it takes the id over
+        - the first abandoned (its lease released by a failed turn, or run out): it takes the id over
           and answers the stored message, counted by `rate_limit` like a new message.
 
         So every model call is counted, and one id is answered by one model turn at a time."""
@@ -208,34 +208,36 @@ class TurnWriter:
             raise ValueError("a client message id is 1 to 128 letters, digits or _.:-")
         since = self._since(since_ms)
 
-        def attempt() -> ClaimedTurn:
+        def attempt() -> LeasedTurn:
             message = self._stamper.stamp(Message("user", content))
-            lease, until = secrets.token_hex(8), self.records.lease_until_ms()
+            lease, until = secrets.token_hex(8), self._records.lease_until_ms()
             transaction = Transaction(self._table)
             self._add_message(transaction, _message_name(0), user_id, message)
-            claim = {
+            record = {
                 **client_key(user_id, client_id),
                 "user_message_id": {"S": message.message_id},
                 "expires_at": {"N": str(int(self._clock()) + self._limits.client_record_lifetime_s)},
                 "lease": {"S": lease},
                 "lease_until_ms": {"N": str(until)},
             }
-            if not self._claim(transaction, user_id, claim, rate_limit, since, "could not store the user message"):
-                return self._claimed_before(user_id, client_id, content, rate_limit, since)
-            return ClaimedTurn(message, reply=None, first=True, lease=lease, lease_until_ms=until)
+            if not self._add_record(
+                transaction, user_id, record, rate_limit, since, "could not store the user message"
+            ):
+                return self._leased_before(user_id, client_id, content, rate_limit, since)
+            return LeasedTurn(message, reply=None, first=True, lease=lease, lease_until_ms=until)
 
-        claimed: ClaimedTurn = self._fresh_keys("the user message", attempt)
-        return claimed
+        leased: LeasedTurn = self._fresh_keys("the user message", attempt)
+        return leased
 
-    def _claimed_before(
+    def _leased_before(
         self, user_id: str, client_id: str, content: str, rate_limit: RateLimit | None, since_ms: int
-    ) -> ClaimedTurn:
-        """A delivery of an id claimed before: the stored reply, in progress, or taken over."""
-        earlier = self.records.earlier_turn(user_id, client_id, content)
+    ) -> LeasedTurn:
+        """A delivery of an id recorded before: the stored reply, in progress, or taken over."""
+        earlier = self._records.earlier_turn(user_id, client_id, content)
         if earlier.reply is not None:
             return earlier
-        self.records.refuse_while_held(earlier)
-        return self.records.take_over(user_id, client_id, earlier, since_ms, self._counted_run(user_id, rate_limit))
+        self._records.refuse_while_leased(earlier)
+        return self._records.take_over(user_id, client_id, earlier, since_ms, self._counted_run(user_id, rate_limit))
 
     def _counted_run(self, user_id: str, rate_limit: RateLimit | None) -> Callable[[Transaction], None]:
         """Runs a transaction counted by `rate_limit` (a refusal raised as `_run` raises it)."""
@@ -246,18 +248,6 @@ class TurnWriter:
             self._run(transaction, "could not store the user message", rate_limit, new_keys=False)
 
         return run
-
-    def earlier_turn(self, user_id: str, client_id: str, content: str | None) -> ClaimedTurn:
-        """What an earlier delivery of `client_id` stored (see `ClientRecords.earlier_turn`)."""
-        return self.records.earlier_turn(user_id, client_id, content)
-
-    def release_claim(self, user_id: str, client_id: str, lease: str) -> None:
-        """Give up a failed or abandoned turn's hold on its id (see `ClientRecords.release`)."""
-        self.records.release(user_id, client_id, lease)
-
-    def mark_delivered(self, user_id: str, client_id: str) -> None:
-        """Record that the reply to a client message id reached the person (so a retry sends nothing)."""
-        self.records.mark_delivered(user_id, client_id)
 
     def commit_reply(self, commit: TurnCommit) -> CommittedTurn:
         """Store what a turn produced in ONE transaction: its tool calls and results, its reply, and
@@ -279,11 +269,11 @@ class TurnWriter:
             for index, message in enumerate(stored):
                 self._add_message(transaction, _message_name(index), user_id, message)
             if commit.client_id is not None:
-                held = " AND lease = :lease" if commit.lease is not None else ""
+                ours = " AND lease = :lease" if commit.lease is not None else ""
                 mark = {
                     "Key": client_key(user_id, commit.client_id),
                     "UpdateExpression": "SET reply_message_id = :reply, reply_text = :text",
-                    "ConditionExpression": "attribute_exists(sk) AND attribute_not_exists(reply_message_id)" + held,
+                    "ConditionExpression": "attribute_exists(sk) AND attribute_not_exists(reply_message_id)" + ours,
                     "ExpressionAttributeValues": {
                         ":reply": {"S": stored[-1].message_id},
                         ":text": {"S": commit.reply_text},
@@ -303,8 +293,8 @@ class TurnWriter:
                 self._run(transaction, "could not store the assistant message")
             except TransactionCancelled as cancelled:
                 if commit.client_id is not None and REPLY_MARK_ITEM in cancelled.failed:
-                    earlier = self.records.earlier_turn(user_id, commit.client_id, None)
-                    if earlier.reply is None:  # this turn outlived its hold and another took the id over
+                    earlier = self._records.earlier_turn(user_id, commit.client_id, None)
+                    if earlier.reply is None:  # this turn outlived its lease and another took the id over
                         raise StoreError("another delivery of this message is answering it") from cancelled
                     return CommittedTurn((earlier.reply,), earlier.reply_text or earlier.reply.content, earlier=True)
                 if cancelled.failed & {STATE_ITEM, PROFILE_ITEM}:
@@ -323,7 +313,7 @@ class TurnWriter:
         since_ms: int,
         delivered: bool,
         rate_limit: RateLimit | None = None,
-    ) -> ClaimedTurn:
+    ) -> LeasedTurn:
         """Store a check-in once per firing: the assistant message and the record of its key
         (`fire_key`: the schedule's fire time), in one transaction, counted by `rate_limit` like a
         message (RateLimitedError when the window is full). A later firing of the same
@@ -333,9 +323,9 @@ class TurnWriter:
         UserErasedError when the user was erased since `since_ms`."""
         client_id = check_in_id(fire_key)
 
-        def attempt() -> ClaimedTurn:
+        def attempt() -> LeasedTurn:
             message = self._stamper.stamp(Message("assistant", text))
-            until = self.records.lease_until_ms()
+            until = self._records.lease_until_ms()
             transaction = Transaction(self._table)
             self._add_message(transaction, _message_name(0), user_id, message)
             record = {
@@ -347,40 +337,19 @@ class TurnWriter:
                 "lease_until_ms": {"N": str(until)},
                 "expires_at": {"N": str(int(self._clock()) + self._limits.client_record_lifetime_s)},
             }
-            if not self._claim(transaction, user_id, record, rate_limit, since_ms, "could not store the check-in"):
-                return self.records.earlier_turn(user_id, client_id, None)
-            return ClaimedTurn(message, message, first=True, delivered=delivered, reply_text=text, lease_until_ms=until)
+            if not self._add_record(transaction, user_id, record, rate_limit, since_ms, "could not store the check-in"):
+                return self._records.earlier_turn(user_id, client_id, None)
+            return LeasedTurn(message, message, first=True, delivered=delivered, reply_text=text, lease_until_ms=until)
 
-        claimed: ClaimedTurn = self._fresh_keys("the check-in", attempt)
-        return claimed
+        stored: LeasedTurn = self._fresh_keys("the check-in", attempt)
+        return stored
 
-    def stored_check_in(self, user_id: str, fire_key: str) -> ClaimedTurn | None:
+    def stored_check_in(self, user_id: str, fire_key: str) -> LeasedTurn | None:
         """The check-in stored for a firing, or None (one consistent read)."""
         key = client_key(user_id, check_in_id(fire_key))
         with store_call("could not read the check-in"):
             found = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
-        return None if found is None else self.records.earlier_turn(user_id, check_in_id(fire_key), None)
-
-    def hold_check_in(self, user_id: str, fire_key: str) -> bool:
-        """Take the sending of a stored, undelivered check-in whose earlier sender's hold ran out
-        (a firing that failed after storing it). False when it was delivered or is still held."""
-        now_ms = int(self._clock() * 1000)
-        try:
-            with store_call("could not hold the check-in"):
-                self._client.update_item(
-                    TableName=self._table,
-                    Key=client_key(user_id, check_in_id(fire_key)),
-                    UpdateExpression="SET lease_until_ms = :until",
-                    ConditionExpression="attribute_exists(sk) AND delivered = :no AND lease_until_ms <= :now",
-                    ExpressionAttributeValues={
-                        ":until": {"N": str(self.records.lease_until_ms())},
-                        ":no": {"BOOL": False},
-                        ":now": {"N": str(now_ms)},
-                    },
-                )
-        except ConditionFailed:
-            return False
-        return True
+        return None if found is None else self._records.earlier_turn(user_id, check_in_id(fire_key), None)
 
     def save_summary(self, user_id: str, summary: ConversationSummary, since_ms: int | None = None) -> bool:
         """Store `summary` unless a summary that covers more is stored already (a later fold that

@@ -100,7 +100,7 @@ class SmsResponder:
     async def _refuse_for_rate(self, request: SmsTurnRequest, user_id: str) -> int:
         """Tell the person once per rate-limit window; the other refused texts get no answer,
         so a burst of texts is not answered by a burst of warnings (each of which costs an SMS)."""
-        if await self._service.claim_rate_notice(user_id):
+        if await self._service.take_rate_notice(user_id):
             return await self._send([SLOW_DOWN], request)
         logger.info("Text refused by the rate limit; the person was already told")
         return 0

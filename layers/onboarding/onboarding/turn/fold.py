@@ -16,7 +16,7 @@ from typing import Protocol
 from aws_lambda_powertools import Logger
 
 from onboarding.config import Limits
-from onboarding.config.flags import MemoryFeatures
+from onboarding.flags import MemoryFlags
 from onboarding.metrics import count_metric
 from onboarding.model.history import ConversationSummary
 from onboarding.model.messages import Message
@@ -52,7 +52,7 @@ async def fold_after_turn(
     messages = [*loaded.messages, *new]
     start = len(messages) if reset else prepared.conversation_start
     user_id = prepared.agent.context.user_id
-    await fold_if_due(deps, user_id, messages, start, loaded.summary, prepared.features, since_ms, new)
+    await fold_if_due(deps, user_id, messages, start, loaded.summary, prepared.flags, since_ms, new)
 
 
 async def fold_if_due(
@@ -61,7 +61,7 @@ async def fold_if_due(
     messages: Sequence[Message],
     start: int,
     summary: ConversationSummary | None,
-    features: MemoryFeatures,
+    flags: MemoryFlags,
     since_ms: int,
     new: Sequence[Message] = (),
 ) -> None:
@@ -69,7 +69,7 @@ async def fold_if_due(
     oldest first, the current conversation from index `start`) and `summary` are what it saw: only
     when one is due, at `deps.clock()`. The memory benchmark calls it with a read and nothing new.
     Never raises."""
-    if deps.summarizer is None or not features.summary:
+    if deps.summarizer is None or not flags.summary:
         return
     limits, now = deps.limits, deps.clock()
     read = messages[: len(messages) - len(new)]

@@ -17,8 +17,8 @@ from langchain_core.language_models import BaseChatModel
 
 from onboarding.agents import AGENT_CLASSES, BaseOnboardingAgent
 from onboarding.config import DEFAULT_LIMITS, Limits
-from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
 from onboarding.context import OnboardingAgentContext
+from onboarding.flags import DEFAULT_FLAGS, MemoryFlags
 from onboarding.llm.sections import not_in_prompt
 from onboarding.memory.transcript import transcript_lines
 from onboarding.memory.window import carried_over, conversation_start, window_candidates
@@ -62,12 +62,12 @@ class PreparedTurn:
     agent: BaseOnboardingAgent
     loaded: TurnContext
     conversation_start: int  # index in loaded.messages of the current conversation's first message
-    features: MemoryFeatures = DEFAULT_FEATURES
+    flags: MemoryFlags = DEFAULT_FLAGS
 
     @property
     def memory_unavailable(self) -> bool:
         """The memory could not be read (a fault the person is told about), not switched off."""
-        return self.loaded.degraded and self.features.memory
+        return self.loaded.degraded and self.flags.memory
 
 
 class OnboardingAgentOrchestrator:
@@ -104,30 +104,28 @@ class OnboardingAgentOrchestrator:
         user_id: str,
         loaded: TurnContext,
         message: Message | None = None,
-        features: MemoryFeatures = DEFAULT_FEATURES,
+        flags: MemoryFlags = DEFAULT_FLAGS,
         recalled: Sequence[Message] = (),
     ) -> PreparedTurn:
         """The agent for a turn over `loaded`: the window candidates are the current conversation's
         unsummarized messages; an earlier conversation's unsummarized tail rides with the summary.
         `message`: the stored client message the turn answers (its id and time mark what is saved).
-        `features`: without the summary the window is the newest messages and no summary is shown;
+        `flags`: without the summary the window is the newest messages and no summary is shown;
         without the profile it is not shown (what the tools save is still saved).
         `recalled`: older messages the index found for the message, most relevant first; those the
         prompt shows already (window, carried-over lines, the message itself) are left out."""
         messages = loaded.messages
-        start = conversation_start(messages, self._clock(), features.conversation_rules(self._limits.conversations))
+        start = conversation_start(messages, self._clock(), flags.conversation_rules(self._limits.conversations))
         # A new conversation after earlier ones (a gap or a reset): the prompt opens with a recap.
         returning = messages[-1].created_at if messages and start == len(messages) else None
         source = AnswerSource(message.message_id or None, message.created_at) if message is not None else None
-        summarized = loaded.summary if features.summary else None
+        summarized = loaded.summary if flags.summary else None
         through = summarized.through_message_id if summarized else None
         history = window_candidates(messages, start, through)
         carried_messages = carried_over(messages, start, through)
         carried = [f"- {line}" for line in transcript_lines(carried_messages)]
         shown = {m.message_id for m in (*history, *carried_messages)} | ({message.message_id} if message else set())
-        summary = (
-            ("\n".join([*([summarized.text] if summarized else []), *carried]) or None) if features.summary else None
-        )
+        summary = ("\n".join([*([summarized.text] if summarized else []), *carried]) or None) if flags.summary else None
         agent = self._create_agent(
             loaded.state.current_agent,
             loaded.state.agent_context,
@@ -138,12 +136,12 @@ class OnboardingAgentOrchestrator:
             {
                 "message_source": source,
                 "returning_since": returning,
-                "single_prompt": not features.memory,
-                "show_profile": features.profile,
+                "single_prompt": not flags.memory,
+                "show_profile": flags.profile,
                 "recalled": not_in_prompt(recalled, shown),
             },
         )
-        return PreparedTurn(agent, loaded, start, features)
+        return PreparedTurn(agent, loaded, start, flags)
 
     @staticmethod
     def _format_history(messages: Sequence[Message]) -> list[Message]:

@@ -35,7 +35,7 @@ from onboarding.model.errors import (
     StoreError,
     UserErasedError,
 )
-from onboarding.model.history import ClaimedTurn, TurnCommit, TurnContext
+from onboarding.model.history import LeasedTurn, TurnCommit, TurnContext
 from onboarding.model.messages import Message
 from onboarding.model.state import OnboardingState
 from onboarding.model.text import is_blank
@@ -76,7 +76,7 @@ class TurnDependencies:
 class Delivery:
     """The user's message this turn answers: as stored (`user_message`), its text, when it reached
     us (`since_ms`: nothing is stored if the user was erased since), and, for a message with a
-    client id, this delivery's hold on that id (`lease`, decision 0009), released if the turn ends
+    client id, this delivery's lease on that id (`lease`, decision 0009), released if the turn ends
     without a stored reply, so a retry need not wait for it to run out."""
 
     user_message: Message
@@ -148,16 +148,16 @@ class Turn:
         self._start(deps, delivery, watch)
         self._prepared: PreparedTurn | None = prepared
         self._fixed_reply = fixed_reply
-        self._claimed: ClaimedTurn | None = None
+        self._leased: LeasedTurn | None = None
 
     @classmethod
-    def replay(cls, deps: TurnDependencies, claimed: ClaimedTurn, watch: TurnWatch) -> "Turn":
+    def replay(cls, deps: TurnDependencies, leased: LeasedTurn, watch: TurnWatch) -> "Turn":
         """A repeated delivery of an answered message: the stored reply, without the model. Nothing
         is prepared, committed, folded or released for it."""
         turn = cls.__new__(cls)
-        message = claimed.user_message
+        message = leased.user_message
         turn._start(deps, Delivery(message, message.content, 0), watch)
-        turn._prepared, turn._fixed_reply, turn._claimed = None, None, claimed
+        turn._prepared, turn._fixed_reply, turn._leased = None, None, leased
         return turn
 
     def _start(self, deps: TurnDependencies, delivery: Delivery, watch: TurnWatch) -> None:
@@ -197,9 +197,9 @@ class Turn:
 
     def _release_unanswered(self) -> None:
         """A turn that ends without a stored reply (failed, or its client went away mid-reply) gives
-        up its hold on the client message id: a retry answers it at once, counted by the rate limit.
+        up its lease on the client message id: a retry answers it at once, counted by the rate limit.
         A blocking call, on purpose: a turn cancelled with its client's connection cannot await
-        anything after the cancellation. Best effort: if it fails, the hold runs out by itself."""
+        anything after the cancellation. Best effort: if it fails, the lease runs out by itself."""
         answered = self.result is not None and self.result.assistant_message is not None
         client_id, lease = self._delivery.client_message_id, self._delivery.lease
         if lease is None or client_id is None or self._prepared is None or answered:
@@ -276,13 +276,13 @@ class Turn:
 
     async def _replayed(self) -> AsyncIterator[str]:
         """The reply an earlier delivery stored, exactly as the person was sent it."""
-        claimed = self._claimed
-        reply = claimed.reply if claimed else None
-        text = (claimed.reply_text if claimed else None) or (reply.content if reply else "")
+        leased = self._leased
+        reply = leased.reply if leased else None
+        text = (leased.reply_text if leased else None) or (reply.content if reply else "")
         if text:
             yield text
         self.result = TurnResult(
-            self.user_message, reply, text, replayed=True, delivered=bool(claimed and claimed.delivered)
+            self.user_message, reply, text, replayed=True, delivered=bool(leased and leased.delivered)
         )
 
     async def _commit(self, reply_text: str) -> None:

@@ -22,7 +22,7 @@ from aws_lambda_powertools import Logger
 from onboarding.audit import Caller, context_counts, record_access
 from onboarding.breaker import CircuitBreaker
 from onboarding.config import Limits
-from onboarding.config.flags import DEFAULT_FEATURES, MemoryFeatures
+from onboarding.flags import DEFAULT_FLAGS, MemoryFlags
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.window import is_reset_command
 from onboarding.metrics import count_metric
@@ -97,7 +97,7 @@ class TurnService:
         breaker: CircuitBreaker,
         summarizer: Summarizer | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        flags: Callable[[str], MemoryFeatures] = lambda user_id: DEFAULT_FEATURES,
+        flags: Callable[[str], MemoryFlags] = lambda user_id: DEFAULT_FLAGS,
         *,
         store_breaker: CircuitBreaker,
         recaller: Recaller | None = None,
@@ -107,7 +107,7 @@ class TurnService:
         `check_ins`: keeps the user's check-in schedule in step with the answers (None: no schedules)."""
         self._orchestrator = orchestrator
         self._recaller = recaller
-        self._flags = flags  # the user's memory features (onboarding/rollout.py); never raises
+        self._flags = flags  # the user's memory flags (onboarding/flags/rollout.py); never raises
         self._limits = orchestrator.limits
         self._store_breaker = store_breaker
         self._deps = TurnDependencies(TurnStore(store), self._limits, breaker, summarizer, clock, check_ins)
@@ -158,75 +158,73 @@ class TurnService:
         since_ms = int((received_at or self._deps.clock()).timestamp() * 1000)
         store, rate_limit = self._deps.store, self._limits.rate_limit
         caller = caller or Caller.function(f"{channel}-turn")
-        features = await asyncio.to_thread(self._flags, user_id)  # AppConfig's fetch blocks, once per max age
-        ledger.arm = features.arm
+        flags = await asyncio.to_thread(self._flags, user_id)  # AppConfig's fetch blocks, once per max age
+        ledger.arm = flags.arm
         with counting(ledger):
             if client_message_id is None:
-                recalling = self._start_recall(user_id, message, features, deadline)
+                recalling = self._start_recall(user_id, message, flags, deadline)
                 try:
-                    loaded = await self._context(user_id, features, caller, None)
+                    loaded = await self._context(user_id, flags, caller, None)
                     user_message = await store.append_message(user_id, message, rate_limit, since_ms)
                 except BaseException:
                     _cancel(recalling)
                     raise
                 recall = await self._finish_recall(recalling, user_id, caller, ledger)
-                return self._turn(user_id, loaded, Delivery(user_message, message, since_ms), watch, features, recall)
+                return self._turn(user_id, loaded, Delivery(user_message, message, since_ms), watch, flags, recall)
             if not CLIENT_ID_PATTERN.match(client_message_id):
                 raise InvalidMessageError("a client message id is 1 to 128 letters, digits or _.:-")
             try:
-                claimed = await store.claim_message(user_id, client_message_id, message, rate_limit, since_ms)
+                leased = await store.lease_message(user_id, client_message_id, message, rate_limit, since_ms)
             except ClientIdConflictError as error:
                 raise DuplicateMessageIdError(str(error)) from error
-            if claimed.reply is not None:
+            if leased.reply is not None:
                 logger.info("Repeated delivery of an answered message; replaying the stored reply")
                 turn_received(ledger)
-                return Turn.replay(self._deps, claimed, watch)
-            recalling = self._start_recall(user_id, message, features, deadline)
+                return Turn.replay(self._deps, leased, watch)
+            recalling = self._start_recall(user_id, message, flags, deadline)
             try:
-                loaded = await self._context(user_id, features, caller, claimed.user_message.message_id)
+                loaded = await self._context(user_id, flags, caller, leased.user_message.message_id)
             except BaseException:
                 _cancel(recalling)
                 raise
             recall = await self._finish_recall(recalling, user_id, caller, ledger)
-        delivery = Delivery(claimed.user_message, message, since_ms, client_message_id, claimed.lease)
-        return self._turn(user_id, loaded, delivery, watch, features, recall)
+        delivery = Delivery(leased.user_message, message, since_ms, client_message_id, leased.lease)
+        return self._turn(user_id, loaded, delivery, watch, flags, recall)
 
     async def mark_delivered(self, user_id: str, message_id: str) -> None:
         """Record that the reply to the message with client id `message_id` reached the person
         (a text's MessageSid): a repeated delivery then sends nothing again."""
         await self._deps.store.mark_delivered(user_id, message_id)
 
-    async def claim_rate_notice(self, user_id: str) -> bool:
+    async def take_rate_notice(self, user_id: str) -> bool:
         """Whether to tell the person they are over the rate limit: once per window (a burst of
         refused texts gets one warning, not one each). False when there is no rate limit."""
         limit = self._limits.rate_limit
-        return limit is not None and await self._deps.store.claim_rate_notice(user_id, limit)
+        return limit is not None and await self._deps.store.take_rate_notice(user_id, limit)
 
-    async def preview(
-        self, user_id: str, message: str, caller: Caller, features: MemoryFeatures | None = None
-    ) -> Preview:
+    async def preview(self, user_id: str, message: str, caller: Caller, flags: MemoryFlags | None = None) -> Preview:
         """What a turn for `message` would send the model now: the same read, recall and agent,
         with nothing stored (the message is not written, so it is not in its own history). The
-        reads are in the audit trail as `caller`'s. `features`: the memory's parts to preview with
+        reads are in the audit trail as `caller`'s. `flags`: the memory's parts to preview with
         (an operator's comparison of arms); the user's flags by default."""
-        if features is None:
-            features = await asyncio.to_thread(self._flags, user_id)
+        if flags is None:
+            flags = await asyncio.to_thread(self._flags, user_id)
         ledger = TurnLedger("preview")
-        recalling = self._start_recall(user_id, message, features, Deadline(self._limits.turn_deadline_s))
+        recalling = self._start_recall(user_id, message, flags, Deadline(self._limits.turn_deadline_s))
         try:
-            loaded = await self._context(user_id, features, caller, None)
+            loaded = await self._context(user_id, flags, caller, None)
         except BaseException:
             _cancel(recalling)
             raise
         recall = await self._finish_recall(recalling, user_id, caller, ledger)
         kept = recall if not loaded.degraded else NOT_TRIED
-        return Preview(self._orchestrator.prepare(user_id, loaded, None, features, kept.messages), recall)
+        return Preview(self._orchestrator.prepare(user_id, loaded, None, flags, kept.messages), recall)
 
-    def _start_recall(self, user_id: str, message: str, features: MemoryFeatures, deadline: Deadline) -> Recalling:
+    def _start_recall(self, user_id: str, message: str, flags: MemoryFlags, deadline: Deadline) -> Recalling:
         """The turn's recall, started beside its table calls: one embedding and one index query, cut
         at RECALL_TIMEOUT_S or what the turn's model phase leaves. None when the turn recalls
         nothing (no index, the memory or recall flag off)."""
-        if self._recaller is None or not (features.memory and features.recall):
+        if self._recaller is None or not (flags.memory and flags.recall):
             return None
         wait_s = deadline.left(self._limits.store_reserve_s)
         return asyncio.create_task(self._recaller.recall(user_id, message, wait_s))
@@ -247,10 +245,10 @@ class TurnService:
         return recall
 
     async def _context(
-        self, user_id: str, features: MemoryFeatures, caller: Caller, exclude_message_id: str | None
+        self, user_id: str, flags: MemoryFlags, caller: Caller, exclude_message_id: str | None
     ) -> TurnContext:
         """Single-prompt mode (the memory flag off) loads nothing; otherwise the turn's one Query."""
-        return await self._load(user_id, caller, exclude_message_id) if features.memory else single_prompt_context()
+        return await self._load(user_id, caller, exclude_message_id) if flags.memory else single_prompt_context()
 
     async def _load(self, user_id: str, caller: Caller, exclude_message_id: str | None = None) -> TurnContext:
         """The turn's one Query; on a failed read, a degraded context (the turn goes on without its memory). While
@@ -276,12 +274,12 @@ class TurnService:
         loaded: TurnContext,
         delivery: Delivery,
         watch: TurnWatch,
-        features: MemoryFeatures,
+        flags: MemoryFlags,
         recall: Recall = NOT_TRIED,
     ) -> Turn:
         # A turn that could not read its memory does not pretend to remember, recalled or not.
         recalled = () if loaded.degraded else recall.messages
-        prepared = self._orchestrator.prepare(user_id, loaded, delivery.user_message, features, recalled)
+        prepared = self._orchestrator.prepare(user_id, loaded, delivery.user_message, flags, recalled)
         fixed_reply = None
         if is_reset_command(delivery.text, self._limits.reset_keywords):
             logger.info("Reset requested: a new conversation starts")

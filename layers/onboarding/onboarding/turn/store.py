@@ -10,7 +10,7 @@ into (the thread runs in a copy of the caller's context).
 import asyncio
 
 from onboarding.config.policies import RateLimit
-from onboarding.model.history import ClaimedTurn, CommittedTurn, ConversationSummary, Memory, TurnCommit, TurnContext
+from onboarding.model.history import CommittedTurn, ConversationSummary, LeasedTurn, Memory, TurnCommit, TurnContext
 from onboarding.model.messages import Message
 from onboarding.persistence import Repositories
 
@@ -25,12 +25,12 @@ class TurnStore:
         """Store the user's message (no client id), counted by the rate limit."""
         return await asyncio.to_thread(self._store.writes.append_message, user_id, "user", text, rate_limit, since_ms)
 
-    async def claim_message(
+    async def lease_message(
         self, user_id: str, client_id: str, text: str, rate_limit: RateLimit | None, since_ms: int
-    ) -> ClaimedTurn:
+    ) -> LeasedTurn:
         """Store the user's message under its client id, or find what an earlier delivery stored."""
         return await asyncio.to_thread(
-            self._store.writes.claim_user_message, user_id, client_id, text, rate_limit, since_ms
+            self._store.writes.lease_user_message, user_id, client_id, text, rate_limit, since_ms
         )
 
     async def load(self, user_id: str, message_limit: int, exclude_message_id: str | None) -> TurnContext:
@@ -46,15 +46,15 @@ class TurnStore:
         return await asyncio.to_thread(self._store.conversations.load_memory, user_id)
 
     def release(self, user_id: str, client_id: str, lease: str) -> None:
-        """Give up this delivery's hold on a client id. Blocking, on purpose: a turn cancelled with
+        """Give up this delivery's lease on a client id. Blocking, on purpose: a turn cancelled with
         its client's connection cannot await anything after the cancellation."""
-        self._store.writes.release_claim(user_id, client_id, lease)
+        self._store.client_records.release(user_id, client_id, lease)
 
     async def mark_delivered(self, user_id: str, client_id: str) -> None:
-        await asyncio.to_thread(self._store.writes.mark_delivered, user_id, client_id)
+        await asyncio.to_thread(self._store.client_records.mark_delivered, user_id, client_id)
 
-    async def claim_rate_notice(self, user_id: str, limit: RateLimit) -> bool:
-        return await asyncio.to_thread(self._store.rate_limits.claim_notice, user_id, limit)
+    async def take_rate_notice(self, user_id: str, limit: RateLimit) -> bool:
+        return await asyncio.to_thread(self._store.rate_limits.take_notice, user_id, limit)
 
     async def oldest_unsummarized(
         self, user_id: str, summary: ConversationSummary | None, limit: int

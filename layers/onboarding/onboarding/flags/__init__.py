@@ -3,7 +3,8 @@ runs with (docs/rollout.md, decision 0021).
 
 The defaults are what a turn uses when no flags were ever read (AppConfig or the file could not be
 reached, or held something invalid, since the instance started): every part of the memory on, as
-before the flags existed. Pure dataclasses: the SMS webhook imports config on its cold path.
+before the flags existed. Pure dataclasses here; evaluating them per user is `flags.rollout`'s
+(Powertools' Feature Flags), imported only where a turn is composed.
 """
 
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ SINGLE_PROMPT_ARM = "single_prompt"
 
 
 @dataclass(frozen=True)
-class MemoryFeatures:
+class MemoryFlags:
     """Which parts of the memory one user's turn uses.
 
     memory: off is single-prompt mode: nothing is loaded, the agent gets the system prompt and
@@ -56,4 +57,4 @@ class MemoryFeatures:
         return rules if self.gap else ConversationRules(float("inf"), rules.reset_keywords)
 
 
-DEFAULT_FEATURES = MemoryFeatures()
+DEFAULT_FLAGS = MemoryFlags()

@@ -20,15 +20,15 @@ from aws_lambda_powertools.utilities.feature_flags import FeatureFlags, StorePro
 from aws_lambda_powertools.utilities.feature_flags.exceptions import ConfigurationStoreError, SchemaValidationError
 from aws_lambda_powertools.utilities.feature_flags.schema import SchemaValidator
 
-from onboarding.config.flags import (
-    DEFAULT_FEATURES,
+from onboarding.flags import (
+    DEFAULT_FLAGS,
     GAP_FLAG,
     MEMORY_FLAG,
     PROFILE_FLAG,
     RECALL_FLAG,
     ROLLOUT_KEY,
     SUMMARY_FLAG,
-    MemoryFeatures,
+    MemoryFlags,
 )
 from onboarding.metrics import count_metric
 
@@ -102,7 +102,7 @@ class LastKnownStore(StoreProvider):
         return self._last
 
 
-class MemoryFlags:
+class Rollout:
     """The memory's flags for one user, evaluated by Powertools over `store` (None: the defaults)."""
 
     def __init__(
@@ -110,26 +110,26 @@ class MemoryFlags:
     ) -> None:
         self._flags = None if store is None else FeatureFlags(store=LastKnownStore(store, retry_after_s, clock))
 
-    def for_user(self, user_id: str) -> MemoryFeatures:
+    def for_user(self, user_id: str) -> MemoryFlags:
         """Never raises: a turn never fails because of its flags."""
         if (flags := self._flags) is None:
-            return DEFAULT_FEATURES
+            return DEFAULT_FLAGS
         context = {"user_id": user_id, ROLLOUT_KEY: rollout_bucket(user_id)}
 
         def flag(name: str, default: bool) -> bool:
             return bool(flags.evaluate(name=name, context=context, default=default))
 
         try:
-            return MemoryFeatures(
-                memory=flag(MEMORY_FLAG, DEFAULT_FEATURES.memory),
-                summary=flag(SUMMARY_FLAG, DEFAULT_FEATURES.summary),
-                profile=flag(PROFILE_FLAG, DEFAULT_FEATURES.profile),
-                gap=flag(GAP_FLAG, DEFAULT_FEATURES.gap),
-                recall=flag(RECALL_FLAG, DEFAULT_FEATURES.recall),
+            return MemoryFlags(
+                memory=flag(MEMORY_FLAG, DEFAULT_FLAGS.memory),
+                summary=flag(SUMMARY_FLAG, DEFAULT_FLAGS.summary),
+                profile=flag(PROFILE_FLAG, DEFAULT_FLAGS.profile),
+                gap=flag(GAP_FLAG, DEFAULT_FLAGS.gap),
+                recall=flag(RECALL_FLAG, DEFAULT_FLAGS.recall),
             )
         except Exception as error:  # a flag must never fail the turn: the defaults instead
             logger.warning(
                 "Feature flags could not be evaluated; using the defaults", extra={"reason": type(error).__name__}
             )
             count_metric("FeatureFlagsUnavailable")
-            return DEFAULT_FEATURES
+            return DEFAULT_FLAGS

@@ -1,7 +1,7 @@
 """Client message ids, the rules on one process (the copies at once, over HTTP, are
 tests/integration/test_one_turn_per_message_id.py): the delivery that answers a client message id
-holds it; a copy meanwhile runs no model; a turn that ends without a reply gives the id up, and the
-retry that answers it is counted by the rate limit, like every model call; a hold nobody released
+leases it; a copy meanwhile runs no model; a turn that ends without a reply gives the id up, and the
+retry that answers it is counted by the rate limit, like every model call; a lease nobody released
 runs out by itself; a turn cut off mid-reply records the tokens it spent (estimated)."""
 
 from typing import Any
@@ -30,60 +30,60 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def held(dynamodb: Any, settings: Settings, clock: FakeClock) -> Repositories:
+def leased_store(dynamodb: Any, settings: Settings, clock: FakeClock) -> Repositories:
     return Repositories.over(dynamodb, TABLE, settings, clock=clock)
 
 
-def test_a_copy_is_refused_while_held_and_takes_over_once_the_hold_runs_out(
-    held: Repositories, clock: FakeClock, settings: Settings, dynamodb: Any
+def test_a_copy_is_refused_while_leased_and_takes_over_once_the_lease_runs_out(
+    leased_store: Repositories, clock: FakeClock, settings: Settings, dynamodb: Any
 ) -> None:
-    first = held.writes.claim_user_message("u", "c1", "hi", LIMIT)
+    first = leased_store.writes.lease_user_message("u", "c1", "hi", LIMIT)
     assert first.lease is not None
     with pytest.raises(TurnInProgressError) as refused:
-        held.writes.claim_user_message("u", "c1", "hi", LIMIT)
-    # Told to poll (the reply is usually stored within seconds), not to wait out the whole hold.
+        leased_store.writes.lease_user_message("u", "c1", "hi", LIMIT)
+    # Told to poll (the reply is usually stored within seconds), not to wait out the whole lease.
     assert refused.value.retry_after_s == settings.in_progress_retry_after_s < settings.turn_lease_s
     clock.now += settings.turn_lease_s - 1
     with pytest.raises(TurnInProgressError) as refused:
-        held.writes.claim_user_message("u", "c1", "hi", LIMIT)
+        leased_store.writes.lease_user_message("u", "c1", "hi", LIMIT)
     assert refused.value.retry_after_s == 1
-    clock.now += 1  # the first delivery died without a word (a Lambda timeout): the hold ran out
-    taken = held.writes.claim_user_message("u", "c1", "hi", LIMIT)
+    clock.now += 1  # the first delivery died without a word (a Lambda timeout): the lease ran out
+    taken = leased_store.writes.lease_user_message("u", "c1", "hi", LIMIT)
     assert (taken.first, taken.user_message, taken.reply) == (False, first.user_message, None)
     assert taken.lease not in (None, first.lease)
-    # The first delivery, its hold taken over, cannot store a reply; the one that took over can.
+    # The first delivery, its lease taken over, cannot store a reply; the one that took over can.
     with pytest.raises(StoreError):
-        commit_as(held, first.lease)
-    commit_as(held, taken.lease)
-    replayed = held.writes.claim_user_message("u", "c1", "hi", LIMIT)
+        commit_as(leased_store, first.lease)
+    commit_as(leased_store, taken.lease)
+    replayed = leased_store.writes.lease_user_message("u", "c1", "hi", LIMIT)
     assert replayed.reply is not None
-    assert counted(dynamodb) == 2  # the claim and the take-over: two model calls, two counted
+    assert counted(dynamodb) == 2  # the first lease and the take-over: two model calls, two counted
 
 
 def test_a_released_id_is_taken_over_at_once_and_counted_and_refused_past_the_limit(
-    held: Repositories, dynamodb: Any
+    leased_store: Repositories, dynamodb: Any
 ) -> None:
-    claimed = held.writes.claim_user_message("u", "c1", "hi", LIMIT)
+    leased = leased_store.writes.lease_user_message("u", "c1", "hi", LIMIT)
     for _ in range(LIMIT.messages - 1):
-        assert claimed.lease is not None
-        held.writes.release_claim("u", "c1", claimed.lease)  # the turn failed, or its client went away
-        claimed = held.writes.claim_user_message("u", "c1", "hi", LIMIT)
-    assert claimed.lease is not None
-    held.writes.release_claim("u", "c1", claimed.lease)
+        assert leased.lease is not None
+        leased_store.client_records.release("u", "c1", leased.lease)  # the turn failed, or its client went away
+        leased = leased_store.writes.lease_user_message("u", "c1", "hi", LIMIT)
+    assert leased.lease is not None
+    leased_store.client_records.release("u", "c1", leased.lease)
     with pytest.raises(RateLimitedError):
-        held.writes.claim_user_message("u", "c1", "hi", LIMIT)
+        leased_store.writes.lease_user_message("u", "c1", "hi", LIMIT)
     assert counted(dynamodb) == LIMIT.messages
 
 
-def test_a_release_after_the_reply_or_by_another_changes_nothing(held: Repositories) -> None:
-    claimed = held.writes.claim_user_message("u", "c1", "hi", LIMIT)
-    held.writes.release_claim("u", "c1", "not-the-holder")
+def test_a_release_after_the_reply_or_by_another_changes_nothing(leased_store: Repositories) -> None:
+    leased = leased_store.writes.lease_user_message("u", "c1", "hi", LIMIT)
+    leased_store.client_records.release("u", "c1", "not-the-holder")
     with pytest.raises(TurnInProgressError):
-        held.writes.claim_user_message("u", "c1", "hi", LIMIT)
-    assert claimed.lease is not None
-    commit_as(held, claimed.lease)
-    held.writes.release_claim("u", "c1", claimed.lease)
-    assert held.writes.claim_user_message("u", "c1", "hi", LIMIT).reply is not None
+        leased_store.writes.lease_user_message("u", "c1", "hi", LIMIT)
+    assert leased.lease is not None
+    commit_as(leased_store, leased.lease)
+    leased_store.client_records.release("u", "c1", leased.lease)
+    assert leased_store.writes.lease_user_message("u", "c1", "hi", LIMIT).reply is not None
 
 
 async def test_a_turn_cut_off_mid_reply_gives_the_id_up_and_records_what_it_spent(
@@ -128,7 +128,7 @@ def _responded(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
 
 
 def commit_as(store: Repositories, lease: str | None) -> None:
-    """Store a reply to c1 as the delivery holding `lease` would."""
+    """Store a reply to c1 as the delivery with `lease` would."""
     memory = store.conversations.load_memory("u")
     store.writes.commit_reply(
         TurnCommit("u", (Message("assistant", "Noted."),), memory, client_id="c1", reply_text="Noted.", lease=lease)
