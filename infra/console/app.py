@@ -27,7 +27,7 @@ from infra.console.schemas import (
     TurnRecord,
     UserList,
 )
-from onboarding.persistence.keys import USER_PREFIX
+from onboarding.persistence.schema import USER_PREFIX
 
 STATIC = Path(__file__).parent / "static"
 UserId = Annotated[str, PathParam(min_length=1, max_length=128)]

@@ -20,7 +20,7 @@ from infra.local.lambda_runner import invoke
 from infra.local.stack import LocalStack
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
-from onboarding.persistence.keys import phone_key
+from onboarding.persistence.schema import phone_key
 from tests.support.deployed_flows import (
     HTTP,
     at_the_scheduling_step,

@@ -32,7 +32,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from infra.local.stack import LocalStack
 from onboarding.config import Settings
 from onboarding.persistence import Repositories
-from onboarding.persistence.keys import TEXT_KEY_PREFIX
+from onboarding.persistence.schema import TEXT_KEY_PREFIX
 from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.sms.sealing import NONCE_BYTES, SealedText, read_queued
 from tests.support.deployed_flows import bearer, link, new_phone, new_user, operator_table, replies_to, text

@@ -23,7 +23,7 @@ import pytest
 
 from infra.local.stack import LocalStack
 from infra.local.template import function_timeout_s
-from onboarding.persistence.keys import phone_key
+from onboarding.persistence.schema import phone_key
 from tests.support.deployed_flows import HTTP, bearer, new_phone, new_user, operator_table, text
 from tests.support.tcp_proxy import TcpProxy
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from onboarding.model.text import is_blank
+from onboarding.model.normalization import is_blank
 
 # Any Unicode text with something visible in it (blank turns are never stored or sent).
 content = st.text(min_size=1, max_size=300).filter(lambda text: not is_blank(text))

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from onboarding.config import DEFAULT_LIMITS
 from onboarding.llm.working_copy import WorkingCopy
+from onboarding.model.normalization import is_blank
 from onboarding.model.profile import UserProfile
 from onboarding.model.state import OnboardingAgentType, OnboardingState
-from onboarding.model.text import is_blank
 
 pytestmark = pytest.mark.property
 

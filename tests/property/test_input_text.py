@@ -1,4 +1,4 @@
-"""The input text rules (model/text.py `normalized_text`, docs/decisions/0032-input-text.md) over
+"""The input text rules (model/normalization.py `normalized_text`, docs/decisions/0032-input-text.md) over
 drawn texts: normalising twice changes nothing; the result is in normal form C; no removed
 character survives outside the contexts that need it (here checked from the rule as the decision
 states it); emoji ZWJ sequences, Persian words with ZWNJ, Indic conjuncts and flag tag sequences
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from onboarding.model.text import normalized_text
+from onboarding.model.normalization import normalized_text
 
 pytestmark = pytest.mark.property
 

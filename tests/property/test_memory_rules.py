@@ -33,7 +33,7 @@ from onboarding.memory.window import (
 from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.history import ConversationSummary, TurnContext
 from onboarding.model.messages import Message, ToolCall
-from onboarding.model.text import is_blank
+from onboarding.model.normalization import is_blank
 from onboarding.summary import fold_batch, fold_candidates, fold_reach, read_reached_summary
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from tests.support.views import message_texts

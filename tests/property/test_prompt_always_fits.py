@@ -23,9 +23,9 @@ from onboarding.llm.wording import STEP_PROMPTS
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.transcript import cap_summary
 from onboarding.model.answers import Answer, PreviousValue
+from onboarding.model.normalization import is_blank
 from onboarding.model.profile import PROFILE_FIELDS, UserProfile
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType
-from onboarding.model.text import is_blank
 
 pytestmark = pytest.mark.property
 

@@ -18,7 +18,7 @@ from onboarding.config import DEFAULT_LIMITS, Limits, Settings
 from onboarding.context import OnboardingAgentContext
 from onboarding.memory.window import is_reset_command
 from onboarding.model.messages import Message, Role
-from onboarding.model.text import is_blank
+from onboarding.model.normalization import is_blank
 from onboarding.persistence import Repositories
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from tests.support.views import message_texts

@@ -27,7 +27,7 @@ from onboarding.config import Settings
 from onboarding.model.answers import Answer
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
-from onboarding.persistence.keys import RATE_PREFIX
+from onboarding.persistence.schema import RATE_PREFIX
 from tests.support.seed import save_state
 from tests.support.tcp_proxy import TcpProxy
 

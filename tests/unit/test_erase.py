@@ -247,7 +247,7 @@ def test_a_link_code_and_its_pointer_are_written_together_and_stay_out_of_turns(
         Item={"pk": {"S": "LINK#AAAAAAAAAA"}, "sk": {"S": "~LINK"}, "user_id": {"S": "other"}},
     )
     letters = itertools.chain(["A"] * 10, itertools.repeat("B"))
-    monkeypatch.setattr("onboarding.persistence.keys.secrets.choice", lambda _: next(letters))
+    monkeypatch.setattr("onboarding.persistence.schema.secrets.choice", lambda _: next(letters))
     store.writes.append_message("erased", "user", "hello")
 
     code = store.phones.create_link_code("erased")

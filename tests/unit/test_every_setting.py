@@ -46,7 +46,7 @@ from onboarding.model.profile import UserProfile
 from onboarding.model.state import OnboardingAgentType, OnboardingState
 from onboarding.persistence import Repositories
 from onboarding.persistence.codec import state_item
-from onboarding.persistence.keys import client_key, erased_key
+from onboarding.persistence.schema import client_key, erased_key
 from onboarding.replies import ERASE_NOT_ASKED, RESET_REPLY_WITH_STEP
 from onboarding.sms.inbound import InboundSms
 from onboarding.sms.queue import TurnQueue

@@ -22,7 +22,7 @@ from onboarding.config import Settings
 from onboarding.llm.wording import SUMMARY_SYSTEM_PROMPT
 from onboarding.model.messages import Message, Role
 from onboarding.persistence.codec import message_item
-from onboarding.persistence.keys import SUMMARY_SORT_KEY, USER_PREFIX, new_message_id
+from onboarding.persistence.schema import SUMMARY_SORT_KEY, USER_PREFIX, new_message_id
 from tests.support.setting_effects import observes
 from tests.support.setting_runs import query_limits, repositories, run_turn, settings_with
 from tests.unit.conftest import TABLE

@@ -22,8 +22,8 @@ from onboarding.audit import Caller
 from onboarding.composition import sms_intake
 from onboarding.config import RateLimit, Settings
 from onboarding.persistence import Repositories
-from onboarding.persistence.keys import LINK_TRIES_PREFIX, link_tries_key
 from onboarding.persistence.phones import BUSY_RETRY_S, PENDING_WAITS_S, LinkAttempt, LinkLockout, LinkRequests
+from onboarding.persistence.schema import LINK_TRIES_PREFIX, link_tries_key
 from onboarding.replies import LINK_BUSY, LINK_LOCKED, LINK_REFUSED, LINKED
 from onboarding.sms.inbound import InboundSms, SmsTurnRequest
 from onboarding.sms.intake import SmsIntake

@@ -213,7 +213,7 @@ def lease_synonyms(modules: dict[str, Path]) -> list[str]:
                 else None
             )
             if named and LEASE_SYNONYMS.search(named):
-                found.append(f"{name}:{node.lineno}: {named}")
+                found.append(f"{name}:{getattr(node, 'lineno', 0)}: {named}")
     return sorted(set(found))
 
 

@@ -17,7 +17,7 @@ from onboarding.audit import Caller
 from onboarding.config import DEFAULT_LIMITS
 from onboarding.model.users import PhoneOwner
 from onboarding.persistence import Repositories
-from onboarding.persistence.keys import TEXT_KEY_PREFIX, text_key
+from onboarding.persistence.schema import TEXT_KEY_PREFIX, text_key
 from onboarding.sms.inbound import InboundSms, SmsTurnRequest
 from onboarding.sms.intake import SmsIntake
 from onboarding.sms.sealing import QueuedTextError, SealedText, read_queued

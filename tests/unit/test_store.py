@@ -76,7 +76,7 @@ def test_a_key_collision_never_overwrites(dynamodb: Any, settings: Settings, mon
     """The write is conditional: a colliding key is detected and a fresh one used."""
     store = Repositories.over(dynamodb, TABLE, settings, clock=lambda: FROZEN_CLOCK_S)
     tokens = iter(["aaaaaaaaaaaa", "aaaaaaaaaaaa", "bbbbbbbbbbbb"])
-    monkeypatch.setattr("onboarding.persistence.keys.secrets.token_hex", lambda _n: next(tokens))
+    monkeypatch.setattr("onboarding.persistence.schema.secrets.token_hex", lambda _n: next(tokens))
     store.writes._stamper._last_ms = 0
     first = store.writes.append_message("u1", "user", "first")
     store.writes._stamper._last_ms = 0  # force the same millisecond again

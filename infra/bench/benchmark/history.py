@@ -38,7 +38,7 @@ from onboarding.model.history import ConversationSummary
 from onboarding.model.messages import Message
 from onboarding.persistence.capacity import READS
 from onboarding.persistence.codec import message_item, summary_item
-from onboarding.persistence.keys import new_message_id
+from onboarding.persistence.schema import new_message_id
 
 TABLE = "onboarding-memory-history"
 UNSUMMARIZED = 10  # what a caught-up summary leaves out: the newest messages, within the window

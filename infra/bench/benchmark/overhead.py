@@ -38,7 +38,7 @@ from infra.local.stack import LocalStack
 from onboarding.composition import build_repositories, build_turn_service
 from onboarding.config import Settings
 from onboarding.llm.bedrock import build_chat_model
-from onboarding.persistence.keys import HEAD_ITEMS, USER_PREFIX
+from onboarding.persistence.schema import HEAD_ITEMS, USER_PREFIX
 
 MESSAGE = "I walk my dog every day and swim on Sundays"
 ROOT = __file__.rsplit("/infra/", 1)[0]

@@ -24,7 +24,7 @@ from onboarding.config import Limits
 from onboarding.metrics import count_metric
 from onboarding.model.errors import InvalidPageSizeError, RecallUnavailableError
 from onboarding.model.history import HistoryPage
-from onboarding.model.text import is_blank
+from onboarding.model.normalization import is_blank
 from onboarding.model.users import ErasedMark, ErasureReport, LinkCode
 from onboarding.persistence import Repositories
 from onboarding.recall.vectors import VectorIndex

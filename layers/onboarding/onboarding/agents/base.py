@@ -20,8 +20,8 @@ from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from onboarding.memory.window import fit_window, message_tokens
 from onboarding.model.errors import MessageOverBudgetError
 from onboarding.model.messages import Message, ToolCall
+from onboarding.model.normalization import is_blank
 from onboarding.model.state import OnboardingAgentType
-from onboarding.model.text import is_blank
 
 logger = Logger(child=True)
 

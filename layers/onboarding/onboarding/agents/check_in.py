@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from onboarding.llm.wording import CHECK_IN_CUE, CHECK_IN_HEADERS, CHECK_IN_PROMPT
 from onboarding.model.answers import step_answers
 from onboarding.model.history import TurnContext
-from onboarding.model.text import is_blank
+from onboarding.model.normalization import is_blank
 
 # The answers that make up the plan, in the order the prompt lists them.
 PLAN_ITEMS = (

@@ -31,7 +31,7 @@ from onboarding.model.answers import step_answers
 from onboarding.model.errors import RateLimitedError, ScheduleError, TurnInProgressError, UserErasedError
 from onboarding.model.history import TurnContext
 from onboarding.persistence import Repositories
-from onboarding.persistence.keys import check_in_id
+from onboarding.persistence.schema import check_in_id
 from onboarding.sms.split import split_message
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from onboarding.model.immutable import thaw
 from onboarding.model.messages import Message, ToolCall
-from onboarding.model.text import is_blank
+from onboarding.model.normalization import is_blank
 
 
 @dataclass

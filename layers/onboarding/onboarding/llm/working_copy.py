@@ -20,9 +20,9 @@ from onboarding.config import Limits
 from onboarding.llm.wording import CHECK_IN_ASK_AGAIN, STEP_PROMPTS
 from onboarding.model.answers import Answer, AnswerSource, read_answer, step_answers
 from onboarding.model.immutable import thaw
+from onboarding.model.normalization import is_blank
 from onboarding.model.profile import PROFILE_FIELDS, FactKind, UserProfile
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingAgentType, OnboardingState, WaitingFor, next_step
-from onboarding.model.text import is_blank
 
 # Answers of a step that also describe the client beyond onboarding: mirrored into the profile.
 PROFILE_MIRROR: Mapping[tuple[OnboardingAgentType, str], str] = {

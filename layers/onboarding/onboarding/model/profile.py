@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from onboarding.model.text import is_blank
+from onboarding.model.normalization import is_blank
 
 ProfileField = Literal["name", "preferred_name", "goals", "level", "limitations", "preferences"]
 FactKind = ProfileField | Literal["other"]

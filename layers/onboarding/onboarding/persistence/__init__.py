@@ -1,15 +1,15 @@
 """Owns the DynamoDB table: the only package that speaks DynamoDB, and only the services (the turn,
 the account, linking, the recall indexer) and the composition root import it.
 
-`keys` (the key schema), `codec` (items to domain types and back), `calls` (one place that
+`schema` (the key schema), `codec` (items to domain types and back), `calls` (one place that
 translates every botocore failure, service or network, into `StoreError`, reads a cancelled
 transaction's reasons by the name of the item they belong to, and writes whole partitions in
 batches), `capacity` (what each request consumed, for the turn's ledger), and one repository per
 aggregate: `reads` (a user's conversation: the turn's one Query, history pages, the fold's read),
 `writes` (a turn's writes), `client_records` (which message a client message id stored, and the
 lease of the delivery answering it), `phones`
-(a number's owner, opt-out, link codes and link attempts), `rate_limit`, `erasure` (an erase, its
-guard on every write, and the keys that seal queued texts), `merging` (a link's merge), `changes`
+(a number's owner, opt-out, link codes and link attempts), `rate_limit`, `erasure` (an erase, and its
+guard on every write), `text_keys` (the keys that seal queued texts), `merging` (a link's merge), `changes`
 (the table's stream). `Repositories` bundles them over one client.
 """
 
@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING
 from onboarding.config import Limits
 from onboarding.persistence.capacity import count_capacity, to_the_running_turn
 from onboarding.persistence.client_records import ClientRecords
-from onboarding.persistence.erasure import Eraser, TextKeys
+from onboarding.persistence.erasure import Eraser
 from onboarding.persistence.merging import PartitionMerger
 from onboarding.persistence.phones import LinkRequests, PhoneDirectory
 from onboarding.persistence.rate_limit import RateLimiter
 from onboarding.persistence.reads import ConversationRepository
+from onboarding.persistence.text_keys import TextKeys
 from onboarding.persistence.writes import TurnWriter
 
 if TYPE_CHECKING:

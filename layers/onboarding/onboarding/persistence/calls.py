@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from onboarding.model.errors import StoreError
-from onboarding.persistence.keys import partition
+from onboarding.persistence.schema import partition
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -11,7 +11,7 @@ from typing import Any
 
 from onboarding.model.messages import Message
 from onboarding.persistence.codec import parse_message
-from onboarding.persistence.keys import MESSAGE_PREFIX, USER_PREFIX, message_id_of
+from onboarding.persistence.schema import MESSAGE_PREFIX, USER_PREFIX, message_id_of
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from onboarding.model.messages import Message
 from onboarding.persistence.calls import ConditionFailed, Transaction, TransactionCancelled, store_call
 from onboarding.persistence.codec import parse_message
 from onboarding.persistence.erasure import erasure_guard
-from onboarding.persistence.keys import check_in_id, client_key, message_sort_key, user_key
+from onboarding.persistence.schema import check_in_id, client_key, message_sort_key, user_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

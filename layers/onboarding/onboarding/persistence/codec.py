@@ -17,7 +17,7 @@ from onboarding.model.history import ConversationSummary
 from onboarding.model.messages import ROLES, Message, ToolCall
 from onboarding.model.profile import UserProfile
 from onboarding.model.state import OnboardingState, WaitingFor
-from onboarding.persistence.keys import (
+from onboarding.persistence.schema import (
     PROFILE_SORT_KEY,
     STATE_SORT_KEY,
     SUMMARY_SORT_KEY,

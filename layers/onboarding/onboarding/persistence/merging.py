@@ -30,7 +30,7 @@ from onboarding.persistence.codec import (
     version_of,
 )
 from onboarding.persistence.erasure import ERASED_CHECK, erasure_guard
-from onboarding.persistence.keys import (
+from onboarding.persistence.schema import (
     CLIENT_PREFIX,
     MESSAGE_PREFIX,
     PROFILE_SORT_KEY,

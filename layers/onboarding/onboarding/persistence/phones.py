@@ -25,7 +25,8 @@ from onboarding.persistence.calls import (
     store_call,
     with_fresh_keys,
 )
-from onboarding.persistence.keys import (
+from onboarding.persistence.rate_limit import RATE_ITEM, RateLimiter
+from onboarding.persistence.schema import (
     CONTACT_PREFIX,
     LINK_POINTER_PREFIX,
     contact_key,
@@ -35,7 +36,6 @@ from onboarding.persistence.keys import (
     phone_key,
     user_key,
 )
-from onboarding.persistence.rate_limit import RATE_ITEM, RateLimiter
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -10,7 +10,7 @@ from aws_lambda_powertools import Logger
 from onboarding.config import RateLimit
 from onboarding.model.errors import RateLimitedError
 from onboarding.persistence.calls import ConditionFailed, Transaction, store_call
-from onboarding.persistence.keys import RATE_PREFIX, user_key
+from onboarding.persistence.schema import RATE_PREFIX, user_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

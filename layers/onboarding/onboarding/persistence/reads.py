@@ -11,7 +11,7 @@ from onboarding.model.profile import UserProfile
 from onboarding.model.state import OnboardingState
 from onboarding.persistence.calls import store_call
 from onboarding.persistence.codec import parse_message, parse_profile, parse_state, parse_summary, version_of
-from onboarding.persistence.keys import (
+from onboarding.persistence.schema import (
     HEAD_ITEMS,
     MESSAGE_PREFIX,
     PROFILE_SORT_KEY,

@@ -43,8 +43,8 @@ from onboarding.persistence.calls import (
 from onboarding.persistence.client_records import RECORD_ITEM, ClientRecords
 from onboarding.persistence.codec import message_item, profile_item, state_item, summary_item
 from onboarding.persistence.erasure import ERASED_CHECK, erasure_guard
-from onboarding.persistence.keys import CLIENT_ID_PATTERN, check_in_id, client_key, new_message_id
 from onboarding.persistence.rate_limit import RATE_ITEM, RateLimiter
+from onboarding.persistence.schema import CLIENT_ID_PATTERN, check_in_id, client_key, new_message_id
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -5,7 +5,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from onboarding.model.text import normalized_text
+from onboarding.model.normalization import normalized_text
 
 E164_PATTERN = r"^\+[1-9]\d{6,14}$"
 
@@ -32,7 +32,7 @@ class InboundSms(BaseModel):
     @field_validator("body")
     @classmethod
     def _normalized(cls, body: str) -> str:
-        """Normalised where it comes in (model/text.py): keywords, links and the queued turn all
+        """Normalised where it comes in (model/normalization.py): keywords, links and the queued turn all
         read the text as it is stored."""
         return normalized_text(body)
 

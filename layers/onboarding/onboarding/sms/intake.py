@@ -13,7 +13,7 @@ from onboarding.account import AccountService
 from onboarding.audit import Caller
 from onboarding.config import Limits
 from onboarding.linking import PhoneLinking
-from onboarding.model.text import is_blank
+from onboarding.model.normalization import is_blank
 from onboarding.model.users import PhoneOwner, normalize_link_code
 from onboarding.replies import (
     ERASE_ASK,

@@ -37,8 +37,8 @@ from onboarding.model.errors import (
 )
 from onboarding.model.history import LeasedTurn, TurnCommit, TurnContext
 from onboarding.model.messages import Message
+from onboarding.model.normalization import is_blank
 from onboarding.model.state import OnboardingState
-from onboarding.model.text import is_blank
 from onboarding.replies import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.summary import Summarizer
 from onboarding.telemetry import TurnLedger, counting, fold_accounted, turn_responded

@@ -35,9 +35,9 @@ from onboarding.model.errors import (
     StoreError,
 )
 from onboarding.model.history import TurnContext
-from onboarding.model.text import is_blank, normalized_text
+from onboarding.model.normalization import is_blank, normalized_text
 from onboarding.persistence import Repositories
-from onboarding.persistence.keys import CLIENT_ID_PATTERN
+from onboarding.persistence.schema import CLIENT_ID_PATTERN
 from onboarding.recall.recaller import NOT_TRIED, Recall, Recaller
 from onboarding.replies import reset_reply
 from onboarding.summary import Summarizer
@@ -152,7 +152,7 @@ class TurnService:
         if not user_id:
             raise InvalidMessageError("a user id is required")
         # Normalised once, here where every channel's turn comes in: what is checked, stored and
-        # sent to the model is the same text (controls and bidi overrides removed; model/text.py).
+        # sent to the model is the same text (controls and bidi overrides removed; model/normalization.py).
         message = normalized_text(message)
         self._check(message)
         since_ms = int((received_at or self._deps.clock()).timestamp() * 1000)

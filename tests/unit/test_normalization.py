@@ -1,4 +1,4 @@
-"""A message's text is normalised once, where every channel's turn comes in (model/text.py,
+"""A message's text is normalised once, where every channel's turn comes in (model/normalization.py,
 docs/decisions/0032-input-text.md): in Unicode normal form C, so "é" typed as one character or as
 "e" and an accent is one answer; without the invisible characters (zero width space, word joiner,
 BOM, soft hyphen, tag characters), which would otherwise be stored as sent; with the joiners a script or an
@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infra.local.twilio_emulator import webhook_form
-from onboarding.model.text import normalized_text
+from onboarding.model.normalization import normalized_text
 from onboarding.persistence import Repositories
 from onboarding.sms.inbound import SmsTurnRequest
 from onboarding.turn.service import TurnService
