@@ -22,7 +22,7 @@ from onboarding.audit import Caller
 from onboarding.composition import sms_intake
 from onboarding.config import RateLimit, Settings
 from onboarding.persistence import Repositories
-from onboarding.persistence.phones import BUSY_RETRY_S, PENDING_WAITS_S, LinkAttempt, LinkLockout, LinkRequests
+from onboarding.persistence.link_requests import BUSY_RETRY_S, PENDING_WAITS_S, LinkAttempt, LinkLockout, LinkRequests
 from onboarding.persistence.schema import LINK_TRIES_PREFIX, link_tries_key
 from onboarding.replies import LINK_BUSY, LINK_LOCKED, LINK_REFUSED, LINKED
 from onboarding.sms.inbound import InboundSms, SmsTurnRequest

@@ -31,7 +31,7 @@ from onboarding.config import DEFAULT_LIMITS, BreakerPolicy, RetryPolicy, Settin
 from onboarding.llm.bedrock import build_chat_model, is_transient_model_error
 from onboarding.model.errors import CoachUnavailableError, ModelUnavailableError, StoreError
 from onboarding.model.history import TurnContext
-from onboarding.persistence import ConversationRepository, Repositories
+from onboarding.persistence import Conversations, Repositories
 from onboarding.replies import MEMORY_UNAVAILABLE_NOTICE
 from onboarding.turn.orchestrator import OnboardingAgentOrchestrator
 from onboarding.turn.service import TurnService
@@ -276,7 +276,7 @@ async def test_a_history_read_failure_is_logged_and_counted(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A failed history read: the turn goes on with empty history; operators see a warning and a metric."""
-    orchestrator = OnboardingAgentOrchestrator(ConversationRepository(dynamodb, "missing-table"), llm, settings)
+    orchestrator = OnboardingAgentOrchestrator(Conversations(dynamodb, "missing-table"), llm, settings)
     with caplog.at_level(logging.WARNING):
         agent = await orchestrator.get_current_agent("u")
     assert list(agent.context.conversation_history) == []

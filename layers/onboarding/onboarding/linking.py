@@ -48,7 +48,7 @@ from onboarding.model.profile import PROFILE_FIELDS, UserProfile
 from onboarding.model.state import ONBOARDING_ORDER, OnboardingState
 from onboarding.model.users import PhoneOwner, TextKey, new_sms_user_id
 from onboarding.persistence import Repositories
-from onboarding.persistence.phones import LinkLockout
+from onboarding.persistence.link_requests import LinkLockout
 
 logger = Logger(child=True)
 

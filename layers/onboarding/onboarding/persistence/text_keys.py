@@ -5,7 +5,7 @@ A text key is one per user, made with the first text of theirs that is queued, k
 partition (`KEY#<user>`): the erase that deletes the partition deletes the key, so every text of
 theirs still in the queue or the dead-letter queue is unreadable after the erase, wherever it is. A
 link's merge copies an SMS-only user's key into the app user's partition with the texts
-(`merging`), so a text queued before the link is still answered.
+(`merger`), so a text queued before the link is still answered.
 """
 
 import secrets

@@ -67,7 +67,7 @@ class JoiningPartition:
     messages: tuple[Message, ...]  # oldest first
 
 
-class PartitionMerger:
+class Merger:
     def __init__(
         self, client: "DynamoDBClient", table_name: str, limits: Limits, clock: Callable[[], float] = time.time
     ) -> None:

@@ -42,7 +42,7 @@ def _memory_of(items: Sequence[Item]) -> Memory:
     )
 
 
-class ConversationRepository:
+class Conversations:
     """Reads a user's messages, state, profile and summary."""
 
     def __init__(self, client: "DynamoDBClient", table_name: str, clock: Callable[[], float] = time.time) -> None:
