@@ -117,17 +117,57 @@ def _size(value: Any) -> int:
 
 
 @dataclass
+class Bm25:
+    """BM25 over a changing set of documents, as a Lucene index scores one field: the terms of each
+    document, how many documents hold each term, k1 1.2, b 0.75, and Lucene's IDF,
+    log(1 + (N - n + 0.5) / (n + 0.5)), which stays positive for a term most documents hold. The
+    stand-in's full-text search and the memory benchmark's BM25 baseline both score with it."""
+
+    language: str | None = "en"
+    terms: dict[str, Counter[str]] = field(default_factory=dict)  # document key -> its terms
+    frequencies: Counter[str] = field(default_factory=Counter)  # term -> documents holding it
+
+    def add(self, key: str, text: str) -> None:
+        self.remove(key)
+        self.terms[key] = Counter(analyze(text, self.language))
+        self.frequencies.update(self.terms[key].keys())
+
+    def remove(self, key: str) -> None:
+        if (terms := self.terms.pop(key, None)) is not None:
+            self.frequencies.subtract(terms.keys())
+
+    def scores(self, text: str, keys: Sequence[str]) -> dict[str, float]:
+        """The score of `text` for each of `keys` that holds a term of it."""
+        count = len(self.terms)
+        if not count:
+            return {}
+        average = sum(sum(terms.values()) for terms in self.terms.values()) / count
+        asked = set(analyze(text, self.language))
+        found: dict[str, float] = {}
+        for key in keys:
+            terms = self.terms.get(key)
+            if terms is None or not asked & terms.keys():
+                continue
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * sum(terms.values()) / average)
+            found[key] = sum(
+                math.log(1 + (count - self.frequencies[t] + 0.5) / (self.frequencies[t] + 0.5))
+                * terms[t] * (BM25_K1 + 1) / (terms[t] + norm)
+                for t in asked if t in terms
+            )  # fmt: skip
+        return found
+
+
+@dataclass
 class IndexState:
     """One vector index: its configuration, its vectors (key -> (vector, metadata)), and for each
-    searchable key the terms of every vector's text and their document frequencies."""
+    searchable key the BM25 statistics of every vector's text."""
 
     dimension: int
     distance_metric: str
     non_filterable_keys: frozenset[str] = frozenset()
     text_keys: Mapping[str, str | None] = field(default_factory=dict)  # searchable key -> language
     vectors: dict[str, tuple[np.ndarray, dict[str, Any]]] = field(default_factory=dict)
-    terms: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # text key -> vector key -> terms
-    frequencies: dict[str, Counter[str]] = field(default_factory=dict)  # text key -> vectors holding a term
+    searches: dict[str, Bm25] = field(default_factory=dict)  # searchable key -> its vectors' terms
     writes: WriteRate = field(default_factory=WriteRate)  # PutVectors and DeleteVectors of the last second
 
     def put(self, entries: Sequence[Mapping[str, Any]]) -> None:
@@ -138,9 +178,7 @@ class IndexState:
             self.vectors[key] = (vector, metadata)
             for text_key, language in self.text_keys.items():
                 if isinstance(metadata.get(text_key), str):
-                    terms = Counter(analyze(metadata[text_key], language))
-                    self.terms.setdefault(text_key, {})[key] = terms
-                    self.frequencies.setdefault(text_key, Counter()).update(terms.keys())
+                    self.searches.setdefault(text_key, Bm25(language)).add(key, metadata[text_key])
 
     def _checked(self, entry: Mapping[str, Any]) -> tuple[str, np.ndarray, dict[str, Any]]:
         key = entry.get("key")
@@ -174,9 +212,8 @@ class IndexState:
             raise VectorRequestError(f"keys must hold 1 to {MAX_PUT} keys")
         for key in keys:
             self.vectors.pop(key, None)
-            for text_key, by_vector in self.terms.items():
-                if (terms := by_vector.pop(key, None)) is not None:
-                    self.frequencies[text_key].subtract(terms.keys())
+            for search in self.searches.values():
+                search.remove(key)
 
     def query(
         self, vector: Sequence[float] | None, texts: Sequence[Mapping[str, Any]], top_k: int, where: Any
@@ -193,7 +230,8 @@ class IndexState:
             rankings.append(sorted(kept, key=lambda k: scores[k]["distance"]))
         for text in texts:
             key_name = str(text["metadataKey"])
-            found = self._bm25(key_name, str(text["text"]), kept)
+            search = self.searches.get(key_name)
+            found = search.scores(str(text["text"]), kept) if search is not None else {}
             for key, score in found.items():
                 scores[key]["bm25"][key_name] = score
             rankings.append(sorted(found, key=lambda k: -found[k]))
@@ -239,27 +277,6 @@ class IndexState:
             norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(q)) or 1.0)
             return [float(d) for d in 1.0 - (matrix @ q) / np.where(norms == 0, 1.0, norms)]
         return [float(d) for d in np.linalg.norm(matrix - q, axis=1)]
-
-    def _bm25(self, text_key: str, text: str, kept: Sequence[str]) -> dict[str, float]:
-        """Each kept vector's BM25 score for `text` on `text_key`, for those that hold a term of it."""
-        by_vector, frequencies = self.terms.get(text_key, {}), self.frequencies.get(text_key, Counter())
-        count = len(by_vector)
-        if not count:
-            return {}
-        average = sum(sum(terms.values()) for terms in by_vector.values()) / count
-        asked = set(analyze(text, self.text_keys[text_key]))
-        found: dict[str, float] = {}
-        for key in kept:
-            terms = by_vector.get(key)
-            if terms is None or not asked & terms.keys():
-                continue
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * sum(terms.values()) / average)
-            found[key] = sum(
-                math.log(1 + (count - frequencies[t] + 0.5) / (frequencies[t] + 0.5))
-                * terms[t] * (BM25_K1 + 1) / (terms[t] + norm)
-                for t in asked if t in terms
-            )  # fmt: skip
-        return found
 
 
 def _filter_keys(where: Any) -> list[str]:

@@ -6,6 +6,7 @@ does. The protocol's run on the local stack: the integration test."""
 
 import argparse
 import json
+import math
 import zipfile
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from infra.bench.memory_benchmark.scoring import (
     Score,
     evidence,
     has_words,
+    message_cost,
     recorded_parts,
     score_ours,
     score_window,
@@ -30,6 +32,8 @@ from infra.bench.memory_benchmark.scoring import (
 )
 from infra.bench.memory_benchmark.synthetic import conversations
 from infra.local.bedrock_emulator.recorded import RecordedRequest
+from infra.local.s3vectors import Bm25, IndexState
+from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS
 
 pytestmark = pytest.mark.unit
 
@@ -184,6 +188,42 @@ def test_the_bm25_baseline_keeps_the_best_ranked_lines_within_our_budget_in_the_
     assert kept["full-cut"][-1] == history[-1] and history[0] not in kept["full-cut"]  # noqa: PT018
     assert len(kept["window-15"]) < 15  # the window-only baseline, cut to the budget too
     assert kept[CEILING] == history
+
+
+def test_the_bm25_baseline_ranks_as_the_index_s_full_text_search_does() -> None:
+    """One BM25: the baseline keeps the lines the S3 Vectors stand-in's full-text search ranks first,
+    so the baseline differs from our recall by what recall adds, not by another scorer."""
+    history = [
+        "I ride my bike to work.",
+        "The bike has a flat tyre and the bike shop is closed.",
+        "Lunch was a salad.",
+        "I lent my old bike to Sam, who rides it to the lake.",
+        "Sam's lakes trip: he rode there twice.",
+    ]
+    question = "Which lakes does Sam ride to?"  # "lakes" and "lake", "ride" and "rides", "to" a stop word
+    index = IndexState(dimension=1, distance_metric="euclidean", text_keys={"said": "en"})
+    index.put(
+        [{"key": str(i), "data": {"float32": [1.0]}, "metadata": {"said": line}} for i, line in enumerate(history)]
+    )
+    searched = [key for key, _ in index.query(None, [{"metadataKey": "said", "text": question}], 10, None)]
+    assert searched == ["3", "4", "0"]
+    for best in range(1, len(searched) + 1):
+        top = [history[int(key)] for key in sorted(searched[:best], key=int)]
+        budget = sum(map(message_cost, top)) + message_cost(question) + MESSAGE_OVERHEAD_TOKENS
+        assert Baselines(history).windows(question, budget)["bm25"] == top
+
+
+def test_bm25_scores_as_lucene_does() -> None:
+    """k1 1.2, b 0.75 and Lucene's IDF, log(1 + (N - n + 0.5) / (n + 0.5)), by hand for one line."""
+    bm25 = Bm25("en")
+    for key, line in {"a": "turtle turtle lettuce", "b": "weather", "c": "turtle"}.items():
+        bm25.add(key, line)
+    idf, length, average = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5)), 3, 5 / 3
+    expected = idf * 2 * 2.2 / (2 + 1.2 * (1 - 0.75 + 0.75 * length / average))
+    assert bm25.scores("turtles", ["a", "b"]) == {"a": pytest.approx(expected)}
+    bm25.remove("c")  # a removed line leaves the statistics
+    assert bm25.scores("turtle", ["c"]) == {}
+    assert bm25.frequencies["turtl"] == 1
 
 
 def test_categories_are_named_as_locomo_s_evaluation_code_and_mem0_s_labels_are_given() -> None:

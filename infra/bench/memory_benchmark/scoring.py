@@ -16,8 +16,9 @@ The baselines come from the ORIGINAL transcript (the conversation's own lines, n
 coach made: those quote our saved answers and would lend them our memory), each within the same
 budget as our prompt for the same question (its tokens, question included): `window-15` (the
 seed's last 15 messages), `full-cut` (the newest messages that fit), `bm25` (the messages ranked
-by BM25 of the question, rank-bm25's Okapi over the S3 Vectors stand-in's English analysis, the
-best that fit, in the order said), and `all-history`, uncut: the ceiling no memory can pass.
+by BM25 of the question, scored as the S3 Vectors stand-in scores its full-text search,
+`s3vectors.Bm25`, the best that fit, in the order said), and `all-history`, uncut: the ceiling no
+memory can pass.
 """
 
 import re
@@ -25,11 +26,9 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rank_bm25 import BM25Okapi
-
 from infra.bench.memory_benchmark.dataset import Conversation, Question
 from infra.local.bedrock_emulator.recorded import RecordedRequest
-from infra.local.s3vectors import analyze
+from infra.local.s3vectors import Bm25
 from onboarding.llm.wording import RECALL_HEADER
 from onboarding.memory.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 
@@ -163,13 +162,15 @@ class Baselines:
 
     def __init__(self, history: Sequence[str]) -> None:
         self.history = list(history)
-        self._bm25 = BM25Okapi([analyze(text, "en") or ["<none>"] for text in self.history]) if history else None
+        self._bm25 = Bm25("en")
+        for i, text in enumerate(self.history):
+            self._bm25.add(str(i), text)
 
     def windows(self, question: str, budget: int) -> dict[str, list[str]]:
         room = budget - message_cost(question) - MESSAGE_OVERHEAD_TOKENS
         newest_first = list(reversed(range(len(self.history))))
-        scores = self._bm25.get_scores(analyze(question, "en")) if self._bm25 is not None else []
-        ranked = sorted((i for i in newest_first if scores[i] > 0), key=lambda i: -scores[i])
+        scores = self._bm25.scores(question, [str(i) for i in newest_first])
+        ranked = sorted((i for i in newest_first if str(i) in scores), key=lambda i: -scores[str(i)])
         return {
             "window-15": self._fit(newest_first[:SEED_WINDOW], room),
             "full-cut": self._fit(newest_first, room, stop=True),
