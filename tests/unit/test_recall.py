@@ -507,6 +507,32 @@ def test_a_hit_said_again_in_the_same_words_is_kept_once_its_newest_at_the_best_
     assert newest_first(ranked, 1.0) == (WATER[2], REPLIES[2], FIRST)
 
 
+RECAPS = [
+    _said(n, f"Welcome back! Here's what I have: fitness level: intermediate; days per week: {days}; "
+          f"limitations: {knee}; allergies: peanuts; training time: lunchtime; equipment: resistance bands "
+          "at home; meals per day: three meals", "assistant")
+    for n, days, knee in ((20, "2 days", "my knee clicks"), (21, "4 days", "my knee clicks"), (22, "4 days", "none"))
+]  # fmt: skip
+
+
+def test_a_hit_said_again_in_nearly_the_same_words_is_kept_once_at_the_repeat_share() -> None:
+    """The coach's recap at each return differs by the answers changed since: at the repeat share it
+    is one line (its newest), not three that fill the section."""
+    ranked = [(RECAPS[0],), (FIRST,), (RECAPS[2],), (RECAPS[1],)]
+    assert newest_first(ranked, 0.35, 0.8) == (RECAPS[2], FIRST)
+    assert newest_first(ranked, 0.35, 1.0) == (RECAPS[2], RECAPS[1], RECAPS[0], FIRST)  # the very same words only
+    assert newest_first([(FIRST,), (CORRECTED,)], 0.35, 0.8) == (CORRECTED, FIRST)  # a correction is no repeat
+
+
+@observes("recall_repeat_share")
+async def test_recall_repeat_share_says_how_alike_a_repeat_must_be(recall_settings: Settings) -> None:
+    found = _Found([(RECAPS[0],), (RECAPS[1],)])
+    for repeat, kept in ((0.8, 1), (1.0, 2)):
+        policy = recall_settings.model_copy(update={"recall_repeat_share": repeat}).recall
+        recalled = await Recaller(found, cast(VectorIndex, found), policy).recall("u", "Welcome back", 10)
+        assert len(recalled.messages) == kept
+
+
 class _Found:
     """An index that answers with these hits, and an embedder that embeds nothing."""
 

@@ -35,7 +35,7 @@ RecallMode = Literal["hybrid", "lexical", "dense"]
 class RecallPolicy:
     """Recall of older messages: the section's tokens at most, what the index ranks by, the matches
     asked of it, the wait for the embedding and the query together, the embedding's size and the
-    text it takes, and how alike two hits' words are to count as near-duplicates."""
+    text it takes, and how alike two hits' words are to count as near-duplicates, and as a repeat."""
 
     max_tokens: int
     mode: RecallMode
@@ -44,6 +44,7 @@ class RecallPolicy:
     dimensions: int
     max_chars: int
     near_duplicate_share: float = 1.0
+    repeat_share: float = 1.0
 
 
 @dataclass(frozen=True)

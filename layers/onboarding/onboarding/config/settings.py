@@ -165,12 +165,14 @@ class Limits(_FromEnv):
     # `lexical` (the words alone: no embedding is made) or `dense` (the embedding alone).
     recall_mode: RecallMode = Field(default="hybrid", validation_alias="RECALL_MODE")
     recall_max_tokens: int = Field(default=2_000, ge=0, le=50_000, validation_alias="RECALL_MAX_TOKENS")
-    recall_top_k: int = Field(default=40, ge=1, le=100, validation_alias="RECALL_TOP_K")
+    recall_top_k: int = Field(default=100, ge=1, le=100, validation_alias="RECALL_TOP_K")
     recall_timeout_s: float = Field(default=1.0, gt=0, le=10, validation_alias="RECALL_TIMEOUT_S")
     # Two hits of one speaker whose words overlap at least this much (shared words over all their
-    # words) are near-duplicates: the newer is shown first (a correction), and a hit that says the
-    # very same words again is shown once, its newest, at the best rank (onboarding.recall.recaller).
+    # words) are near-duplicates: the newer is shown first (a correction); at the repeat share they
+    # say the same again (a question asked on eight days, the coach's recap at each return), and
+    # only the newest is shown, at the best rank of its copies (onboarding.recall.recaller).
     recall_near_duplicate_share: float = Field(default=0.35, gt=0, le=1, validation_alias="RECALL_NEAR_DUPLICATE_SHARE")
+    recall_repeat_share: float = Field(default=0.8, gt=0, le=1, validation_alias="RECALL_REPEAT_SHARE")
     # Titan Text Embeddings V2's output size (the index is made with the same), and how much text of a
     # message (with the one it answers) is embedded.
     embedding_dimensions: int = Field(default=1024, validation_alias="EMBEDDING_DIMENSIONS")
@@ -305,6 +307,7 @@ class Limits(_FromEnv):
             top_k=self.recall_top_k,
             timeout_s=self.recall_timeout_s,
             near_duplicate_share=self.recall_near_duplicate_share,
+            repeat_share=self.recall_repeat_share,
             dimensions=self.embedding_dimensions,
             max_chars=self.embedding_max_chars,
         )

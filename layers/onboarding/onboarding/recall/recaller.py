@@ -5,9 +5,10 @@ time bound, never failing the turn.
 The index's hits are then ordered once more, by what the index and the table hold alone: of two
 hits of one speaker that carry much the same words (RECALL_NEAR_DUPLICATE_SHARE of them shared),
 the newer comes first, for it may correct the older ("Actually my weight is 74 kg now", then "Update:
-my weight is 72 kg"), which BM25 may rank above it for the same words; and a hit said again in the
-very same words ("How much water should I drink a day?" on eight days) is kept once, its newest,
-at the best rank of its copies, so that their neighbours do not fill the section in its stead.
+my weight is 72 kg"), which BM25 may rank above it for the same words; and a hit said again in
+nearly the same words (RECALL_REPEAT_SHARE of them: "How much water should I drink a day?" on eight
+days, the coach's recap of every answer at each return) is kept once, its newest, at the best rank
+of its copies, so that the copies and their neighbours do not fill the section in its stead.
 
 When either call fails or the bound passes, the turn goes on without the section: a warning with
 the reason (a token), the `RecallFailed` metric, and the turn's ledger says so. The bound is the
@@ -74,16 +75,17 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def newest_first(pairs: Sequence[tuple[Message, ...]], share: float) -> tuple[Message, ...]:
+def newest_first(pairs: Sequence[tuple[Message, ...]], share: float, repeat: float = 1.0) -> tuple[Message, ...]:
     """The hits of `pairs` (best first, each followed by the message it answers), flattened, with
     near-duplicates newest first: a hit whose words overlap an earlier hit's of the same speaker by
-    `share` or more, and which was said after it, moves to just before it; a hit in the very same
-    words as another is kept once, its newest, at the best rank of its copies."""
+    `share` or more, and which was said after it, moves to just before it; a hit whose words overlap
+    another's by `repeat` or more (1.0: the very same words) is kept once, its newest, at the best
+    rank of its copies."""
     order: list[tuple[tuple[Message, ...], frozenset[str]]] = []
     for pair in pairs:
         hit, words = pair[0], _words(pair[0])
         alike = [i for i, (kept, _) in enumerate(order) if kept[0].role == hit.role]
-        same = next((i for i in alike if order[i][1] == words), None)
+        same = next((i for i in alike if _overlap(order[i][1], words) >= repeat), None)
         if same is not None:
             if hit.message_id > order[same][0][0].message_id:
                 order[same] = (pair, words)
@@ -123,7 +125,7 @@ class Recaller:
                 vector = None if mode == "lexical" else await asyncio.to_thread(self._embeddings.embed_query, query)
                 words = None if mode == "dense" else query
                 pairs = await asyncio.to_thread(self._index.matches, user_id, self._policy.top_k, vector, words)
-                found = newest_first(pairs, self._policy.near_duplicate_share)
+                found = newest_first(pairs, self._policy.near_duplicate_share, self._policy.repeat_share)
         except Exception as error:  # recall is an extra: the turn never fails because of it
             logger.warning("Recall failed; the turn goes on without it", extra={"reason": failure_reason(error)})
             count_metric("RecallFailed")
