@@ -145,6 +145,7 @@ def test_an_operation_no_rule_names_is_authorised_as_the_reference_says() -> Non
         ("dynamodbstreams", "GetRecords", {"ShardIterator": "opaque"}),
         ("dynamodb", "DescribeBackup", {"BackupArn": "b"}),  # a resource no rule names from the request
         ("s3vectors", "QueryVectors", {"topK": 1}),
+        ("s3vectors", "QueryVectors", {"vectorBucketName": "b", "topK": 1}),  # an index needs its name
         ("dynamodb", "ExecuteStatement", {"Statement": "SELECT * FROM t"}),
         ("dynamodb", "PutItem", {}),
         ("dynamodb", "TransactWriteItems", {"TransactItems": [{"Teleport": {"TableName": "t"}}]}),

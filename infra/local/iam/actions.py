@@ -126,6 +126,12 @@ def _privilege(prefix: str, name: str) -> Mapping[str, Any]:
     return privilege
 
 
+def _action(prefix: str, name: str) -> str:
+    """`prefix:name`, once the reference is seen to have that action."""
+    _privilege(prefix, name)
+    return f"{prefix}:{name}"
+
+
 def _arn(prefix: str, resource_type: str, parts: Mapping[str, str], place: Place) -> str:
     """The reference's ARN format of `resource_type`, its placeholders filled from `parts`."""
     template = str(_reference(prefix)["resources"][resource_type]["arn"])
@@ -137,6 +143,11 @@ def _arn(prefix: str, resource_type: str, parts: Mapping[str, str], place: Place
 
 
 # --- what each request names ------------------------------------------------------------------
+
+
+def _present(**parts: Any) -> dict[str, str]:
+    """The ARN parts the request gives (a part it lacks stays unfilled: `_arn` refuses the ARN)."""
+    return {name: str(value) for name, value in parts.items() if value}
 
 
 def _queue_parts(params: Params, place: Place) -> dict[str, str]:
@@ -152,7 +163,7 @@ def _arn_parts(prefix: str, resource_type: str, params: Params, place: Place) ->
         table = str(params["TableName"])
         if table.startswith("arn:"):
             return table + (f"/index/{params['IndexName']}" if resource_type == "index" else "")
-        return {"TableName": table, "IndexName": str(params.get("IndexName"))}
+        return _present(TableName=table, IndexName=params.get("IndexName"))
     if prefix == "dynamodb" and resource_type == "stream":
         return str(params["StreamArn"])
     if prefix == "sqs":
@@ -165,7 +176,7 @@ def _arn_parts(prefix: str, resource_type: str, params: Params, place: Place) ->
             return str(params["indexArn"])
         bucket = params.get("vectorBucketArn")
         name = str(bucket).rpartition("bucket/")[2] if bucket else str(params["vectorBucketName"])
-        return {"BucketName": name, "IndexName": str(params.get("indexName"))}
+        return _present(BucketName=name, IndexName=params.get("indexName"))
     if prefix == "scheduler":
         return {"GroupName": str(params.get("GroupName") or "default"), "ScheduleName": str(params["Name"])}
     if prefix == "appconfig":
@@ -235,9 +246,8 @@ def _stream_read(service: str, operation: str, params: Params, place: Place) -> 
 def _message_move(service: str, operation: str, params: Params, place: Place) -> list[Authorization]:
     source = str(params["SourceArn"])
     found = [
-        Authorization(f"sqs:{action}", source)
+        Authorization(_action("sqs", action), source)
         for action in (operation, "ReceiveMessage", "DeleteMessage", "GetQueueAttributes")
-        if _privilege("sqs", action)
     ]
     if params.get("DestinationArn"):
         found.append(Authorization("sqs:SendMessage", str(params["DestinationArn"])))
@@ -267,8 +277,7 @@ def _passes_role(service: str, operation: str, params: Params, place: Place) -> 
 
 def _model(service: str, operation: str, params: Params, place: Place) -> list[Authorization]:
     """`params["modelId"]`: a foundation model id, a cross-region profile id (`us.anthropic...`) or an ARN."""
-    action = f"bedrock:{_ACTION_OF.get((service, operation), operation)}"
-    _privilege("bedrock", action.partition(":")[2])
+    action = _action("bedrock", _ACTION_OF.get((service, operation), operation))
     model_id = str(params["modelId"])
     if model_id.startswith("arn:"):
         if ":inference-profile/" not in model_id:
