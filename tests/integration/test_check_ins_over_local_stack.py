@@ -25,6 +25,7 @@ from onboarding.config import Settings
 from onboarding.persistence import Repositories
 from tests.support.deployed_flows import (
     HTTP,
+    at_midday_now,
     at_the_scheduling_step,
     bearer,
     chat,
@@ -83,8 +84,8 @@ def test_weekly_by_sms_on_monday_mornings_across_a_daylight_saving_change(
 
 def test_the_chat_moves_the_clock_on_and_the_check_in_arrives(stack: LocalStack) -> None:
     """infra.chat's `/later`: the check-in agreed in the conversation arrives when the clock passes it."""
-    user = f"chat-{uuid.uuid4().hex[:8]}"
-    at_the_scheduling_step(stack, user)
+    user, zone = f"chat-{uuid.uuid4().hex[:8]}", at_midday_now()
+    at_the_scheduling_step(stack, user, timezone=zone)
     out = io.StringIO()
     with acting_as(CHAT_FUNCTION):
         settings = Settings.from_env()
@@ -92,8 +93,15 @@ def test_the_chat_moves_the_clock_on_and_the_check_in_arrives(stack: LocalStack)
         lines = ["weekly by app, Monday mornings", "/later 7d", "/later 2h"]  # a week holds one Monday
         assert converse(service, user, lines, lambda: None, out, check_ins_later(user)) == 0
     shown = out.getvalue().splitlines()
-    arrived = [line for line in shown if line.startswith("coach (check-in, Mon ")]
+    arrived = [line for line in shown if line.startswith("coach (check-in, ")]
     assert len(arrived) == 1, shown
+    # The chat shows the firing in UTC; Monday morning is the person's own (UTC+12 puts it on Sunday).
+    now = datetime.now(UTC)
+    shown_at = datetime.strptime(f"{now.year} {arrived[0][17:37]}", "%Y %a %d %b %H:%M UTC").replace(tzinfo=UTC)
+    if shown_at.month < now.month:  # the clock moved past the new year
+        shown_at = shown_at.replace(year=now.year + 1)
+    local = shown_at.astimezone(ZoneInfo(zone))
+    assert local.strftime("%a %H:%M") == "Mon 09:00", arrived[0]
     assert "kettlebell swings" in arrived[0]
     assert shown[-1] == "[no check-in in that time]"
 

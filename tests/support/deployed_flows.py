@@ -363,7 +363,7 @@ def the_snapstart_hooks(stack: LocalStack) -> None:
 # --- check-ins ----------------------------------------------------------------------------------
 
 
-def _at_midday_now() -> str:
+def at_midday_now() -> str:
     """A time zone where it is about midday now, so a check-in fired now is never in the quiet hours."""
     offset = 12 - datetime.now(UTC).hour
     return "Etc/UTC" if offset == 0 else f"Etc/GMT{-offset:+d}"
@@ -374,7 +374,7 @@ def at_the_scheduling_step(stack: LocalStack, user_id: str, **more: str) -> None
     (the operator's write)."""
     answers = {
         "workout_planning": {"exercise_preferences": "kettlebell swings"},
-        "scheduling": {"training_days": "Mon, Wed, Fri", "training_time": "6pm", "timezone": _at_midday_now(), **more},
+        "scheduling": {"training_days": "Mon, Wed, Fri", "training_time": "6pm", "timezone": at_midday_now(), **more},
     }
     context = {step: {key: Answer(value).stored() for key, value in items.items()} for step, items in answers.items()}
     state = OnboardingState(current_agent=OnboardingAgentType.SCHEDULING, agent_context=context)
